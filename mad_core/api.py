@@ -1,0 +1,96 @@
+"""A compact Python API after seed 004's `debate()`: one call runs a whole debate.
+
+`debate(query, agents, rounds=2, judge=None, ...)` spawns agents from one model (or takes
+(label, model) pairs), lets every agent draft independently and then revise `rounds` times
+after seeing the others' drafts (Du et al.), and picks the final answer with the judge or,
+without one, the convergence winner. With k agents, R rounds and a judge this makes exactly
+k*(R+1)+1 model calls. A model is a litellm name or a Python callable (messages -> text),
+which is registered as a litellm provider so it takes the same path as any other model.
+Every other engine option is a keyword argument of `DebateConfig`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+from .config import AgentConfig, DebateConfig
+from .engine import Controller, DebateEngine
+from .events import DecisionReached, TurnFinished
+
+Model = Union[str, Callable[[list[dict]], str]]
+
+
+@dataclass
+class DebateRound:
+    """Every agent's draft in one round (round 0 holds the first, independent drafts)."""
+
+    round_index: int
+    drafts: dict[str, str]
+
+
+@dataclass
+class DebateResult:
+    """What `debate()` returns."""
+
+    final: str
+    winner_label: str | None
+    rounds: list[DebateRound]
+    judgment: str
+    debate_id: str = ""
+    status: str = ""
+
+
+def _model_name(model: Model) -> str:
+    if callable(model):
+        from .models.callables import register_callable
+
+        return register_callable(model)
+    return model
+
+
+def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2, judge: Model | None = None,
+           personas: list[str] | None = None, n_agents_if_single: int = 3, *, store: Any = "default",
+           controller: Controller | None = None, **options: Any) -> DebateResult:
+    """Run a debate and return its result; `options` are any other DebateConfig fields."""
+    if isinstance(agents, (list, tuple)):
+        pairs = [(label, _model_name(model)) for label, model in agents]
+    else:
+        name = _model_name(agents)
+        pairs = [(f"Agent {i + 1}", name) for i in range(n_agents_if_single)]
+    if personas is not None and len(personas) != len(pairs):
+        from .config import ConfigError
+
+        raise ConfigError("personas", f"expected {len(pairs)} personas (one per agent), got {len(personas)}")
+    agent_cfgs = [AgentConfig(label=label, model=model, persona=(personas[i] if personas else ""))
+                  for i, (label, model) in enumerate(pairs)]
+    settings: dict[str, Any] = dict(
+        question=query, agents=agent_cfgs, paradigm="simultaneous", all_agents_drafting=True, rounds=rounds,
+        max_rounds=rounds, protocol="judge" if judge is not None else "convergence",
+        judge_model=_model_name(judge) if judge is not None else None, judge_adaptive_break=False,
+        extract_final_answers=False,
+    )
+    settings.update(options)
+    config = DebateConfig.from_dict(settings)
+    if store == "default":
+        from .store import Store
+
+        store = Store()
+    engine = DebateEngine(config, controller=controller, store=store)
+    drafts: dict[int, dict[str, str]] = {}
+    decision: DecisionReached | None = None
+    for event in engine.run():
+        if isinstance(event, TurnFinished) and event.turn.kind in ("draft", "discussion") and event.turn.status == "ok":
+            drafts.setdefault(event.turn.round, {})[event.turn.agent] = event.turn.content
+        elif isinstance(event, DecisionReached):
+            decision = event
+    judgment = ""
+    if decision is not None:
+        judgment = decision.details.get("judgment") or f"{decision.fallback or ''} scores={decision.scores}".strip()
+    return DebateResult(
+        final=decision.answer if decision else "",
+        winner_label=decision.winner_agent if decision else None,
+        rounds=[DebateRound(r, drafts[r]) for r in sorted(drafts)],
+        judgment=judgment,
+        debate_id=engine.debate_id,
+        status=engine.status,
+    )

@@ -1,0 +1,594 @@
+"""The debate engine: runs one debate, yields typed events, obeys a controller.
+
+`DebateEngine(config, ...).run()` is a generator of events (see `events.py`). The debate
+itself runs in a worker thread, so a consumer (CLI, app, test) only drains events; model calls
+of agents that speak in the same step run concurrently (bounded by `max_concurrency`; a local
+model that serves one request at a time is serialized). When a store is given, the worker
+writes every finished turn, vote and decision before the consumer sees it.
+
+A `Controller` steers a running debate from any thread: pause / resume, stop (graceful: the
+turn being streamed is kept and marked interrupted), a moderator message to all or some agents
+(it reaches the next prompt of exactly those agents), and force-decision-now.
+
+Resume and fork replay the debate's schedule over an existing history: a step whose turn is
+already in the history reuses it instead of calling a model, so a resumed debate continues
+from its last finished turn and a fork continues from the chosen turn.
+
+The engine never imports streamlit and never renders anything.
+"""
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+import uuid
+from collections import defaultdict, deque
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Iterator
+
+from . import prompts, registry
+from .answers import final_answer, parse_agreement, parse_confidence
+from .config import DebateConfig
+from .events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
+                     ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
+                     TurnFinished, TurnRetried, TurnStarted, VoteCast)
+from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
+from .protocols.counting import CONSENSUS_PROTOCOLS
+
+DISCUSSION_KINDS = ("draft", "discussion")
+_DONE = object()
+
+
+class Controller:
+    """Thread-safe steering flags and messages for one running debate."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._force = threading.Event()
+        self._lock = threading.Lock()
+        self._actions: deque[SteeringApplied] = deque()
+        self.labels: list[str] | None = None  # set by the engine: valid message targets
+
+    # -- commands (any thread) ------------------------------------------------------------
+    def pause(self) -> None:
+        if self._running.is_set() and not self.stopped:
+            self._running.clear()
+            self._log(SteeringApplied("pause"))
+
+    def resume(self) -> None:
+        if not self._running.is_set():
+            self._running.set()
+            self._log(SteeringApplied("resume"))
+
+    def stop(self) -> None:
+        if not self._stop.is_set():
+            self._stop.set()
+            self._running.set()  # wake a paused debate so it can end
+            self._log(SteeringApplied("stop"))
+
+    def say(self, message: str, targets: list[str] | None = None) -> None:
+        """Send a moderator message to all agents (targets=None) or to the named agents."""
+        message = (message or "").strip()
+        if not message:
+            raise ValueError("the message is empty")
+        if targets is not None:
+            targets = list(targets)
+            unknown = [t for t in targets if self.labels is not None and t not in self.labels]
+            if unknown or not targets:
+                raise ValueError(f"unknown agent(s) {unknown or targets}; agents are {self.labels}")
+        self._log(SteeringApplied("message", targets=targets, message=message))
+
+    def force_decision(self) -> None:
+        if not self._force.is_set() and not self.stopped:
+            self._force.set()
+            self._log(SteeringApplied("force_decision"))
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    @property
+    def force_requested(self) -> bool:
+        return self._force.is_set()
+
+    def wait_while_paused(self) -> None:
+        self._running.wait()
+
+    def take_actions(self) -> list[SteeringApplied]:
+        with self._lock:
+            actions = list(self._actions)
+            self._actions.clear()
+        return actions
+
+    def _log(self, action: SteeringApplied) -> None:
+        with self._lock:
+            self._actions.append(action)
+
+
+class DebateEngine:
+    """Runs one debate. Create it, then iterate `run()`; steer it through `controller`."""
+
+    def __init__(self, config: DebateConfig, *, controller: Controller | None = None, store: Any = None,
+                 debate_id: str | None = None, history: list[Turn] | None = None, parent_id: str | None = None,
+                 forked_from_seq: int | None = None, resumed: bool = False):
+        self.cfg = config.validate()
+        self.controller = controller or Controller()
+        self.controller.labels = [a.label for a in config.agents]
+        self.debate_id = debate_id or uuid.uuid4().hex
+        self.parent_id, self.forked_from_seq, self.resumed = parent_id, forked_from_seq, resumed
+        self._store_path = getattr(store, "path", store)
+        self._store = None
+        self.paradigm = registry.get("paradigm", config.paradigm)()
+        self.generator = registry.get("response_generator", config.response_generator)()
+        self.protocol = registry.get("protocol", config.protocol)()
+        self.ordering = registry.get("ordering", config.ordering)
+        self.rng = random.Random(config.seed)
+        self.tit_for_tat = config.tit_for_tat if config.tit_for_tat is not None else self.paradigm.default_tit_for_tat
+        self.personas = {a.label: a.persona for a in config.agents}
+        self.turns: list[Turn] = []
+        self.round = 0
+        self.order: list[str] = self.agent_labels()
+        self._reuse: dict[tuple, deque[Turn]] = defaultdict(deque)
+        for turn in sorted(history or [], key=lambda t: t.seq):
+            if turn.status == "ok":
+                self._reuse[(turn.round, turn.agent, turn.kind)].append(turn)
+        self._seq = max((t.seq for t in history or []), default=-1) + 1
+        self._seq_lock = threading.Lock()
+        self._pending: dict[str, list[str]] = defaultdict(list)
+        self._proposal: Turn | None = None
+        self._supporters: set[str] = set()
+        self._last_solutions: tuple[int, list[str], list[str]] | None = None
+        self._serial_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._events: queue.Queue = queue.Queue()
+        self._pool = ThreadPoolExecutor(max_workers=config.max_concurrency, thread_name_prefix="madlab-call")
+        self.status = "running"
+        self.answer: str | None = None
+
+    # ===== public =========================================================================
+    def run(self) -> Iterator[Event]:
+        """Run the debate in a worker thread and yield its events as they happen."""
+        worker = threading.Thread(target=self._work, name=f"madlab-debate-{self.debate_id[:8]}", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = self._events.get()
+                if item is _DONE:
+                    break
+                yield item
+        finally:
+            if worker.is_alive():  # the consumer went away: stop the debate gracefully
+                self.controller.stop()
+                worker.join()
+
+    def agent_labels(self) -> list[str]:
+        return [a.label for a in self.cfg.agents]
+
+    # ===== the debate ======================================================================
+    def _work(self) -> None:
+        try:
+            if self._store_path is not None:
+                from .store import Store
+
+                self._store = Store(self._store_path)
+            self._debate()
+        except Exception as exc:  # an engine bug or a broken store: end visibly, keep what is on disk
+            self.status = "failed"
+            self._emit(ErrorOccurred(f"{type(exc).__name__}: {exc}"))
+            self._emit(DebateFinished("failed", None, reason=str(exc)))
+        finally:
+            self._pool.shutdown(wait=True)
+            self._events.put(_DONE)
+
+    def _debate(self) -> None:
+        cfg = self.cfg
+        if self._store is not None and not self.resumed:
+            self._store.create_debate(self.debate_id, cfg.to_dict(), parent_id=self.parent_id,
+                                      forked_from_seq=self.forked_from_seq)
+        self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=self.resumed, parent_id=self.parent_id))
+        if cfg.auto_personas:
+            self._generate_personas()
+        self._emit(PersonasAssigned(dict(self.personas)))
+        if cfg.all_agents_drafting:
+            self._run_round(0, drafting=True)
+        outcome, forced = None, False
+        first = self.protocol.first_round(cfg)
+        for rnd in range(1, cfg.max_rounds + 1):
+            self._halted()  # apply steering, wait while paused
+            if self.controller.stopped or self.status == "failed":
+                break
+            if not self.controller.force_requested:
+                self._run_round(rnd)
+            if self.status == "failed" or self.controller.stopped:
+                break
+            forced = self.controller.force_requested
+            if rnd < first and not forced:
+                continue
+            outcome = self.protocol.decide(self, forced)
+            self._emit_attempt(outcome)
+            if outcome.reached:
+                break
+            if forced or rnd == cfg.max_rounds:
+                why = "decision forced by a person" if forced else f"turn cap reached ({cfg.max_rounds} rounds)"
+                outcome = self.protocol.fallback(self, outcome, why)
+                break
+            outcome = None
+        self._finish(outcome, forced)
+
+    def _halted(self) -> bool:
+        self._apply_steering()
+        self.controller.wait_while_paused()
+        self._apply_steering()
+        return self.controller.stopped or self.controller.force_requested or self.status == "failed"
+
+    def _finish(self, outcome, forced: bool) -> None:
+        if self.controller.stopped:
+            self.status = "stopped"
+            self._emit(DebateFinished("stopped", None, reason="stopped by a person"))
+            return
+        if self.status == "failed" or outcome is None or not outcome.reached:
+            self.status = "failed"
+            self._emit(DebateFinished("failed", None, reason="no decision could be reached"))
+            return
+        self.answer = outcome.answer
+        self._emit(DecisionReached(self.round, self.cfg.protocol, outcome.answer, outcome.winner_agent,
+                                   outcome.winner_index, outcome.scores, outcome.solutions, outcome.solution_agents,
+                                   forced=forced, fallback=outcome.fallback, details=outcome.details))
+        if self.cfg.challenge and not self.controller.stopped:
+            self._challenge(outcome.answer)
+        self.status = "stopped" if self.controller.stopped else "finished"
+        self._emit(DebateFinished(self.status, outcome.answer))
+
+    def _emit_attempt(self, outcome) -> None:
+        self._emit(DecisionAttempted(self.round, self.cfg.protocol, outcome.reached, outcome.reason, outcome.scores,
+                                     outcome.solutions, outcome.solution_agents))
+
+    # ===== rounds and turns ================================================================
+    def _run_round(self, rnd: int, drafting: bool = False) -> None:
+        self.round = rnd
+        previous = self._answers_of_round(rnd - 1)
+        self.order = self.ordering(self.agent_labels(), previous, self.cfg.reference, self.rng)
+        self._emit(RoundStarted(rnd, list(self.order)))
+        steps = [list(self.order)] if drafting else self.paradigm.steps(self.order, self.cfg)
+        finished: list[Turn] = []
+        for step in steps:
+            if self._halted():
+                break
+            kind = "draft" if drafting else "discussion"
+            requests = [(agent, kind, self._discussion_messages(agent, rnd, kind), None) for agent in step]
+            for turn in self.ask_many(requests):
+                finished.append(turn)
+                if turn.status == "ok" and self.cfg.protocol in CONSENSUS_PROTOCOLS:
+                    self._track_agreement(turn)
+        if finished and all(t.status == "failed" for t in finished):
+            self.status = "failed"
+            self._emit(ErrorOccurred(f"every turn of round {rnd} failed"))
+
+    def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
+        cfg = self.cfg
+        history = [t for t in self.turns if t.kind in DISCUSSION_KINDS and t.status == "ok"]
+        seen = [] if kind == "draft" else self.paradigm.visible(agent, rnd, history, self.order)
+        if cfg.memory_window is not None:
+            seen = [t for t in seen if t.round >= rnd - cfg.memory_window]
+        formats = [prompts.FINAL_ANSWER_FORMAT]
+        if seen and cfg.protocol in CONSENSUS_PROTOCOLS:
+            formats.insert(0, prompts.AGREEMENT_FORMAT)
+        if cfg.confidence:
+            formats.append(prompts.CONFIDENCE_FORMAT)
+        system = prompts.system_prompt(agent, len(cfg.agents), self.personas.get(agent, ""), self.tit_for_tat,
+                                       self.paradigm.role(agent, self.order, cfg))
+        moderator = self._pending.pop(agent, [])
+        instruction = self.generator.instruction
+        if self.paradigm.chat_history:
+            return self._chat_messages(agent, system, seen, moderator, instruction, formats)
+        rendered = [self._render(t, agent) for t in seen]
+        return prompts.turn_prompt(system, cfg.question, cfg.task, rendered, moderator, instruction, formats)
+
+    def _render(self, turn: Turn, viewer: str) -> str:
+        if self.paradigm.solutions_only:
+            return f"[{turn.agent}] proposed: {turn.answer or final_answer(turn.content)}"
+        return self.generator.render(turn, viewer, self.cfg.confidence_visible)
+
+    def _chat_messages(self, agent, system, seen, moderator, instruction, formats) -> list[dict[str, str]]:
+        messages = [{"role": "system", "content": system},
+                    {"role": "user", "content": prompts.task_block(self.cfg.question, self.cfg.task)}]
+        for turn in seen:
+            if turn.agent == agent:
+                messages.append({"role": "assistant", "content": turn.content})
+            else:
+                messages.append({"role": "user", "content": self._render(turn, agent)})
+        closing = [prompts.moderator_block(moderator)] if moderator else []
+        messages.append({"role": "user", "content": "\n\n".join(closing + [" ".join([instruction, *formats])])})
+        return messages
+
+    def _answers_of_round(self, rnd: int) -> dict[str, str]:
+        return {t.agent: t.answer or "" for t in self.turns
+                if t.round == rnd and t.kind in DISCUSSION_KINDS and t.status == "ok"}
+
+    def _track_agreement(self, turn: Turn) -> None:
+        """Consensus bookkeeping: AGREE supports the current proposal, DISAGREE makes a new one."""
+        if self._proposal is None or turn.agreement is False:
+            self._proposal, self._supporters = turn, {turn.agent}
+        elif turn.agreement is True:
+            self._supporters.add(turn.agent)
+        elif turn.agent in self._supporters and turn.agent != self._proposal.agent:
+            self._supporters.discard(turn.agent)  # said neither: no longer counted as agreeing
+
+    # ===== model calls =====================================================================
+    def ask_many(self, requests: list[tuple[str, str, list[dict], str | None]]) -> list[Turn]:
+        """Run (agent, kind, messages, model) requests concurrently; emit each turn as it finishes."""
+        planned = [self._plan(*r) for r in requests]
+        futures = {}
+        for turn, reused in planned:
+            if reused:
+                self._finish_turn(turn, reused=True)
+            else:
+                futures[self._pool.submit(self._call, turn)] = turn
+        for future in as_completed(futures):
+            self._finish_turn(future.result())
+        return [turn for turn, _ in planned]
+
+    def ask(self, agent: str, kind: str, messages: list[dict], model: str | None = None) -> Turn:
+        return self.ask_many([(agent, kind, messages, model)])[0]
+
+    def _plan(self, agent: str, kind: str, messages: list[dict], model: str | None) -> tuple[Turn, bool]:
+        old = self._reuse.get((self.round, agent, kind))
+        if old:
+            turn = old.popleft()
+            if self.parent_id is not None:  # a fork stores its inherited history under new ids
+                turn = Turn.from_dict({**turn.to_dict(), "id": uuid.uuid4().hex})
+            return turn, True
+        with self._seq_lock:
+            seq, self._seq = self._seq, self._seq + 1
+        model = model or self._agent(agent).model
+        return Turn(id=uuid.uuid4().hex, seq=seq, round=self.round, agent=agent, kind=kind, model=model,
+                    prompt=messages), False
+
+    def _agent(self, label: str):
+        return next(a for a in self.cfg.agents if a.label == label)
+
+    def _call(self, turn: Turn) -> Turn:
+        """One model call (in a pool thread): stream tokens as events, return the finished turn."""
+        from .models import RetryPolicy, call_model, is_serial
+
+        agent = next((a for a in self.cfg.agents if a.label == turn.agent), self.cfg.agents[0])
+        serial = self._serial_locks[turn.model] if is_serial(turn.model) else None
+        if serial:
+            serial.acquire()
+        try:
+            if self.controller.stopped:
+                turn.status, turn.error = "interrupted", "stopped before it began"
+                return turn
+            turn.started_at = time.time()
+            self._push(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt))
+
+            def should_stop() -> bool:
+                self.controller.wait_while_paused()
+                return self.controller.stopped
+
+            result = call_model(
+                turn.model, turn.prompt, temperature=agent.temperature, max_tokens=agent.max_tokens,
+                seed=self.cfg.seed, should_stop=should_stop,
+                on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, text)),
+                on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
+                retry=RetryPolicy(max_attempts=self.cfg.retry_attempts, base_delay=self.cfg.retry_base_delay,
+                                  timeout=self.cfg.timeout_s),
+                metadata={"agent": turn.agent, "round": turn.round, "kind": turn.kind, "debate_id": self.debate_id},
+            )
+        finally:
+            if serial:
+                serial.release()
+        turn.content, turn.status, turn.error = result.text, result.status, result.error
+        turn.prompt_tokens, turn.completion_tokens = result.prompt_tokens, result.completion_tokens
+        turn.latency_s, turn.first_token_s, turn.attempts = result.latency_s, result.first_token_s, result.attempts
+        turn.finished_at = time.time()
+        if turn.kind in DISCUSSION_KINDS and turn.content:
+            turn.answer = final_answer(turn.content)
+            turn.agreement = parse_agreement(turn.content)
+            turn.confidence = parse_confidence(turn.content) if self.cfg.confidence else None
+        return turn
+
+    def _finish_turn(self, turn: Turn, reused: bool = False) -> None:
+        self.turns.append(turn)
+        if reused and self.parent_id is None:
+            self._push(TurnFinished(turn))  # already on disk (resume): show it, don't store it twice
+        else:
+            self._emit(TurnFinished(turn))
+        if turn.status == "failed":
+            self._emit(ErrorOccurred(f"{turn.agent}'s {turn.kind} turn failed: {turn.error}", turn.agent, turn.id))
+
+    # ===== services for protocols ==========================================================
+    def proposal(self) -> tuple[Turn | None, set[str]]:
+        return self._proposal, set(self._supporters)
+
+    def latest_drafts(self) -> tuple[list[str], list[str]]:
+        """Each agent's latest successful draft or discussion reply, in configured agent order."""
+        latest: dict[str, str] = {}
+        for turn in self.turns:
+            if turn.kind in DISCUSSION_KINDS and turn.status == "ok":
+                latest[turn.agent] = turn.content
+        agents = [label for label in self.agent_labels() if label in latest]
+        return agents, [latest[a] for a in agents]
+
+    def solutions(self) -> tuple[list[str], list[str]]:
+        """Each agent's final solution this round (seed 000 E.1 extraction when enabled); cached per round."""
+        if self._last_solutions and self._last_solutions[0] == self.round:
+            return self._last_solutions[1], self._last_solutions[2]
+        agents, drafts = self.latest_drafts()
+        if self.cfg.extract_final_answers:
+            requests = [(a, "extraction", self._extraction_messages(a, d), None) for a, d in zip(agents, drafts)]
+            turns = self.ask_many(requests)
+            pairs = [(t.agent, t.content.strip() or final_answer(d)) for t, d in zip(turns, drafts)]
+        else:
+            pairs = [(a, final_answer(d)) for a, d in zip(agents, drafts)]
+        agents, solutions = [a for a, _ in pairs], [s for _, s in pairs]
+        self._last_solutions = (self.round, agents, solutions)
+        return agents, solutions
+
+    def extract_answer(self, turn: Turn) -> str:
+        if not self.cfg.extract_final_answers:
+            return final_answer(turn.content)
+        extracted = self.ask(turn.agent, "extraction", self._extraction_messages(turn.agent, turn.content))
+        return extracted.content.strip() or final_answer(turn.content)
+
+    def _extraction_messages(self, agent: str, draft: str) -> list[dict[str, str]]:
+        return prompts.extraction_prompt(self._plain_system(agent), self.cfg.question, self.cfg.task, draft)
+
+    def _plain_system(self, agent: str) -> str:
+        return prompts.system_prompt(agent, len(self.cfg.agents), self.personas.get(agent, ""), None)
+
+    def collect_ballots(self, protocol: str, solutions: list[str]) -> list[Ballot]:
+        """One ballot per agent; an unparseable one is re-asked up to `vote_retries` times."""
+        cfg = self.cfg
+        labels = self.agent_labels()
+        ballots: dict[str, Ballot] = {}
+        reasons: dict[str, str | None] = {label: None for label in labels}
+        for attempt in range(1, cfg.vote_retries + 2):
+            todo = [label for label in labels if label not in ballots or not ballots[label].valid]
+            if not todo or self.controller.stopped:
+                break
+            requests = [(label, "vote", prompts.vote_prompt(self._plain_system(label), protocol, cfg.question,
+                                                             cfg.task, solutions, cfg.cumulative_points,
+                                                             reasons[label]), None) for label in todo]
+            for turn in self.ask_many(requests):
+                if turn.status != "ok":
+                    ballot = Ballot(None, False, f"the vote call {turn.status}: {turn.error}")
+                else:
+                    ballot = parse_ballot(protocol, turn.content, len(solutions), points=cfg.cumulative_points)
+                ballots[turn.agent], reasons[turn.agent] = ballot, ballot.reason
+                self._emit(VoteCast(self.round, turn.agent, protocol, turn.content, ballot.value, ballot.valid,
+                                    ballot.reason, attempt))
+        return [ballots[label] for label in labels if label in ballots]
+
+    def _transcript(self) -> list[str]:
+        return [f"[{t.agent}] (round {t.round}): {t.content.strip()}" for t in self.turns
+                if t.kind in DISCUSSION_KINDS and t.status == "ok"]
+
+    def _judge_model(self) -> str:
+        return self.cfg.judge_model or self.cfg.agents[0].model
+
+    def judge_break(self) -> tuple[bool, str, str]:
+        messages = prompts.judge_break_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))
+        turn = self.ask("judge", "judge", messages, self._judge_model())
+        verdict, answer = parse_judge_verdict(turn.content) if turn.status == "ok" else (None, "")
+        return bool(verdict) and bool(answer.strip()), answer.strip(), turn.content
+
+    def judge_extract(self) -> tuple[str, str]:
+        messages = prompts.judge_extract_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))
+        turn = self.ask("judge", "judge", messages, self._judge_model())
+        return final_answer(turn.content) if turn.content else "", turn.content
+
+    def judge_select(self, solutions: list[str]) -> tuple[Ballot, str]:
+        messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, solutions, len(self.cfg.agents))
+        ballot, raw = Ballot(None, False, "the judge did not answer"), ""
+        for attempt in range(1, self.cfg.vote_retries + 2):
+            turn = self.ask("judge", "judge", messages, self._judge_model())
+            raw = turn.content
+            ballot = parse_ballot("judge", raw, len(solutions)) if turn.status == "ok" else \
+                Ballot(None, False, f"the judge call {turn.status}: {turn.error}")
+            self._emit(VoteCast(self.round, "judge", "judge", raw, ballot.value, ballot.valid, ballot.reason, attempt))
+            if ballot.valid or self.controller.stopped:
+                break
+            messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, solutions, len(self.cfg.agents))
+            messages[-1]["content"] += (f"\n\nYour previous reply could not be counted ({ballot.reason}). "
+                                        "Answer again in exactly the format asked.")
+        return ballot, raw
+
+    # ===== personas and challenge ==========================================================
+    def _generate_personas(self) -> None:
+        """Seed 000: one task-relevant expert per agent, without duplicates, bounded retries."""
+        taken: list[str] = [p for p in self.personas.values() if p]
+        model = self.cfg.persona_model or self.cfg.agents[0].model
+        for index, label in enumerate(self.agent_labels()):
+            if self.personas.get(label):
+                continue
+            persona = ""
+            for _ in range(3):
+                turn = self.ask(label, "persona", prompts.persona_prompt(self.cfg.question, self.cfg.task, taken), model)
+                candidate = _first_line(turn.content) if turn.status == "ok" else ""
+                name = candidate.split(":", 1)[0].strip().lower()
+                if candidate and name and all(name != p.split(":", 1)[0].strip().lower() for p in taken):
+                    persona = candidate
+                    break
+            self.personas[label] = persona or f"Participant {index + 1}: a careful, neutral thinker"
+            taken.append(self.personas[label])
+
+    def _challenge(self, final: str) -> None:
+        """Seed 000 E.3: every agent accepts or challenges the final answer; recorded, not applied."""
+        cfg = self.cfg
+        labels = self.agent_labels()
+        turns = self.ask_many([(label, "challenge", prompts.challenge_prompt(self._plain_system(label), cfg.question,
+                                                                             cfg.task, final), None) for label in labels])
+        dissent = [t for t in turns if t.status == "ok" and parse_agreement(t.content) is False]
+        answers = {}
+        if dissent:
+            follow = self.ask_many([(t.agent, "challenge", prompts.challenge_answer_prompt(
+                self._plain_system(t.agent), cfg.question, cfg.task, final), None) for t in dissent])
+            answers = {t.agent: final_answer(t.content) for t in follow if t.status == "ok"}
+        for turn in turns:
+            agrees = parse_agreement(turn.content) if turn.status == "ok" else None
+            self._emit(ChallengeResult(turn.agent, agrees, answers.get(turn.agent)))
+
+    # ===== plumbing ========================================================================
+    def _apply_steering(self) -> None:
+        for action in self.controller.take_actions():
+            if action.action == "message":
+                for label in action.targets or self.agent_labels():
+                    self._pending[label].append(action.message)
+            self._emit(action)
+
+    def _emit(self, event: Event) -> None:
+        """Record (worker thread only) and hand to the consumer."""
+        if self._store is not None:
+            self._store.record(event)
+        self._events.put(event)
+
+    def _push(self, event: Event) -> None:
+        """Hand a transient event (tokens, turn start, retry) to the consumer from any thread."""
+        self._events.put(event)
+
+
+def _first_line(text: str) -> str:
+    for line in (text or "").splitlines():
+        line = line.strip().strip("`*-# ").strip()
+        if line:
+            return line[:300]
+    return ""
+
+
+def run_debate(config: DebateConfig, **kwargs: Any) -> Iterator[Event]:
+    """Shorthand: `DebateEngine(config, **kwargs).run()`."""
+    return DebateEngine(config, **kwargs).run()
+
+
+def resume_debate(debate_id: str, store: Any, controller: Controller | None = None) -> Iterator[Event]:
+    """Continue an interrupted (or stopped) debate from its last finished turn."""
+    record = store.get_debate(debate_id)
+    if record is None:
+        raise KeyError(f"no debate {debate_id!r}")
+    if hasattr(store, "reset_derived"):
+        store.reset_derived(debate_id)  # votes and decisions are replayed from the stored turns
+    config = DebateConfig.from_dict(record["config"])
+    engine = DebateEngine(config, controller=controller, store=store, debate_id=debate_id,
+                          history=store.turns(debate_id), resumed=True)
+    return engine.run()
+
+
+def fork_debate(debate_id: str, upto_seq: int, store: Any, config: DebateConfig | None = None,
+                controller: Controller | None = None) -> DebateEngine:
+    """A new debate, linked to its parent, that inherits the parent's turns up to `upto_seq`."""
+    record = store.get_debate(debate_id)
+    if record is None:
+        raise KeyError(f"no debate {debate_id!r}")
+    history = [t for t in store.turns(debate_id) if t.seq <= upto_seq]
+    config = config or DebateConfig.from_dict(record["config"])
+    return DebateEngine(config, controller=controller, store=store, history=history, parent_id=debate_id,
+                        forked_from_seq=upto_seq)
+

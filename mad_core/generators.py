@@ -1,0 +1,53 @@
+"""Response generators (seed 000 §3.2): how an agent is asked to respond and how it sees others.
+
+Each generator is one small class: `instruction` is what the agent is asked to do this turn;
+`render` is how another agent's turn is shown to it. `reasoning` hides final answers from
+everyone but their author, so agents share reasoning only.
+"""
+from __future__ import annotations
+
+from .answers import strip_confidence, strip_final_answer
+from .events import Turn
+from .registry import register
+
+
+def label_turn(turn: Turn, text: str) -> str:
+    return f"[{turn.agent}]: {text.strip()}"
+
+
+class ResponseGenerator:
+    """Base: neutral instruction, others' turns shown in full."""
+
+    instruction = ("Answer the question. If others have spoken, take their points into account, say briefly "
+                   "where you agree or disagree, and improve the solution where you can.")
+
+    def render(self, turn: Turn, viewer: str, confidence_visible: bool) -> str:
+        text = turn.content
+        if not confidence_visible and turn.agent != viewer:
+            text = strip_confidence(text)
+        return label_turn(turn, text)
+
+
+@register("response_generator", "simple")
+class Simple(ResponseGenerator):
+    """Neutral, unbiased replies (seed 000's default)."""
+
+
+@register("response_generator", "critical")
+class Critical(ResponseGenerator):
+    """Push back on earlier answers to counter sycophancy."""
+
+    instruction = ("Examine the answers given so far critically: look for errors, gaps and weak arguments. "
+                   "Do not agree just to be agreeable; propose a better solution whenever you find one.")
+
+
+@register("response_generator", "reasoning")
+class Reasoning(ResponseGenerator):
+    """Agents share only their reasoning; final answers stay private to their author."""
+
+    instruction = ("Explain your reasoning step by step. Other participants will see your reasoning but not "
+                   "your final answer line, so make the reasoning itself useful to them.")
+
+    def render(self, turn: Turn, viewer: str, confidence_visible: bool) -> str:
+        shown = super().render(turn, viewer, confidence_visible)
+        return shown if turn.agent == viewer else label_turn(turn, strip_final_answer(shown.split(": ", 1)[1]))

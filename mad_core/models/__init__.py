@@ -1,0 +1,543 @@
+"""MAD Lab's model layer: every model call goes through litellm, whatever the backend.
+
+What it is for:
+  * ``call_model`` streams one chat completion through ``litellm.completion(stream=True)``,
+    hands each text piece to a callback, can be interrupted between pieces, retries
+    transient failures with exponential backoff, and returns a ``CallResult``.
+  * Four in-process backends are registered as litellm custom providers, so they take
+    exactly the same path as remote models:
+      ``local/...``    a GGUF model run with llama-cpp-python (``local_gguf``),
+      ``scripted/...`` the test double with scripted replies and faults (``scripted``),
+      ``hf/...``       a Hugging Face checkpoint in a local directory (``hf_local``),
+      ``callable/...`` a plain Python function (``callables``).
+  * ``validate_model_name``, ``is_serial`` and ``known_models`` tell the UI and the
+    engine what a model name means, without calling any model.
+
+What it must not do:
+  * import litellm, torch, transformers or llama_cpp at import time (they are slow);
+    they are imported inside functions,
+  * touch the network except for a remote model the caller asked for,
+  * raise for a model's failure (``call_model`` returns status "failed" instead),
+  * put API keys in error texts or return them from ``known_models``,
+  * import streamlit or know anything about debates.
+
+Backends are plain Python: each provider module has ``generate(request)`` yielding text
+pieces (``str``) and, optionally, one final usage ``dict`` with ``prompt_tokens`` and
+``completion_tokens``. ``_handler_for`` wraps such a function into a ``litellm.CustomLLM``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import importlib
+import importlib.util
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_MODEL = "local/smollm2-135m"
+
+# Our custom providers and the modules that implement them.
+_PROVIDER_MODULES = {
+    "local": "mad_core.models.local_gguf",
+    "scripted": "mad_core.models.scripted",
+    "hf": "mad_core.models.hf_local",
+    "callable": "mad_core.models.callables",
+}
+_SERIAL_PROVIDERS = {"local", "hf"}
+
+# Remote providers shown on the Models page: (provider, example model, key env var, description).
+_REMOTE_PROVIDERS = [
+    ("openai", "openai/gpt-4o-mini", "OPENAI_API_KEY", "OpenAI API"),
+    ("anthropic", "anthropic/claude-3-5-haiku-latest", "ANTHROPIC_API_KEY", "Anthropic API"),
+    ("gemini", "gemini/gemini-2.0-flash", "GEMINI_API_KEY", "Google Gemini API"),
+    ("mistral", "mistral/mistral-small-latest", "MISTRAL_API_KEY", "Mistral API"),
+    ("groq", "groq/llama-3.1-8b-instant", "GROQ_API_KEY", "Groq API"),
+    ("ollama", "ollama/llama3.2", None, "A local Ollama server (OLLAMA_API_BASE, default http://localhost:11434)"),
+    ("hosted_vllm", "hosted_vllm/<model>", None, "An OpenAI-compatible vLLM server (set HOSTED_VLLM_API_BASE)"),
+]
+
+_register_lock = threading.Lock()
+_loaded_scripts_file: str | None = None
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class CallResult:
+    """What one ``call_model`` call produced."""
+
+    text: str
+    status: str  # "ok" | "failed" | "interrupted"
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float  # the whole call, retries and backoff included
+    first_token_s: float | None  # from the start of the call to the first piece of the last attempt
+    attempts: int
+
+
+@dataclass
+class RetryPolicy:
+    """How ``call_model`` retries transient failures."""
+
+    max_attempts: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    timeout: float | None = 120.0  # per attempt, passed to litellm
+
+    def delay(self, failed_attempts: int) -> float:
+        """Backoff before the next attempt, after ``failed_attempts`` failures (1, 2, ...)."""
+        return min(self.base_delay * 2 ** (failed_attempts - 1), self.max_delay)
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@dataclass
+class Request:
+    """One generation request as a backend sees it (the provider prefix already stripped)."""
+
+    model: str
+    messages: list[dict]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    metadata: dict = field(default_factory=dict)
+
+
+def split_pieces(text: str) -> list[str]:
+    """Split a text into word pieces that keep their whitespace; ``"".join`` gives it back."""
+    return re.findall(r"\s*\S+|\s+", text)
+
+
+def stream_text(text: str, *, token_delay: float = 0.0, first_token_delay: float = 0.0) -> Iterator[str]:
+    """Yield ``text`` as word pieces, optionally pausing before the first and between pieces."""
+    if first_token_delay > 0:
+        time.sleep(first_token_delay)
+    for index, piece in enumerate(split_pieces(text)):
+        if index and token_delay > 0:
+            time.sleep(token_delay)
+        yield piece
+
+
+def _litellm():
+    """Import litellm the way MAD Lab needs it: offline cost map, no debug banners."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _chunk(text: str, *, finished: bool = False, usage: dict | None = None) -> dict:
+    """A litellm ``GenericStreamingChunk``."""
+    return {
+        "text": text,
+        "is_finished": finished,
+        "finish_reason": "stop" if finished else "",
+        "usage": usage,
+        "index": 0,
+        "tool_use": None,
+    }
+
+
+@functools.cache
+def _handler_class():
+    """The ``litellm.CustomLLM`` adapter class, built on first use so litellm loads lazily."""
+    litellm = _litellm()
+
+    class BackendHandler(litellm.CustomLLM):
+        """Serves a provider through a ``generate(request)`` function, streamed or not."""
+
+        def __init__(self, provider: str, generate: Callable[[Request], Iterator[Any]]):
+            super().__init__()
+            self.provider = provider
+            self.generate = generate
+
+        def streaming(self, model, messages, optional_params=None, litellm_params=None, **_kwargs):
+            params = optional_params or {}
+            request = Request(
+                model=model,
+                messages=messages,
+                temperature=params.get("temperature"),
+                max_tokens=params.get("max_tokens", params.get("max_completion_tokens")),
+                seed=params.get("seed"),
+                metadata=dict((litellm_params or {}).get("metadata") or {}),
+            )
+            usage = None
+            with contextlib.closing(iter(self.generate(request))) as items:
+                for item in items:
+                    if isinstance(item, dict):
+                        usage = {**item, "total_tokens": item["prompt_tokens"] + item["completion_tokens"]}
+                    elif item:
+                        yield _chunk(item)
+            yield _chunk("", finished=True, usage=usage)
+
+        def completion(self, model, messages, model_response=None, **kwargs):
+            text, usage = [], None
+            for chunk in self.streaming(model, messages, **kwargs):
+                text.append(chunk["text"])
+                usage = chunk["usage"] or usage
+            model_response.choices[0].message.content = "".join(text)
+            model_response.choices[0].finish_reason = "stop"
+            model_response.model = f"{self.provider}/{model}"
+            if usage:
+                model_response.usage = litellm.Usage(**usage)
+            return model_response
+
+        async def acompletion(self, model, messages, **kwargs):
+            return await asyncio.to_thread(self.completion, model, messages, **kwargs)
+
+        async def astreaming(self, model, messages, **kwargs):
+            chunks = self.streaming(model, messages, **kwargs)
+            done = object()
+            try:
+                while (chunk := await asyncio.to_thread(next, chunks, done)) is not done:
+                    yield chunk
+            finally:
+                chunks.close()
+
+    return BackendHandler
+
+
+def _provider_module(provider: str):
+    return importlib.import_module(_PROVIDER_MODULES[provider])
+
+
+def ensure_registered() -> None:
+    """Register the ``local``, ``scripted``, ``hf`` and ``callable`` providers with litellm.
+
+    Idempotent and thread-safe; entries already in ``litellm.custom_provider_map`` are
+    kept (a provider name registered there by someone else is left to them). Also loads
+    the scripts file named by ``MADLAB_SCRIPTS`` (JSON or YAML), once per path.
+    """
+    global _loaded_scripts_file
+    litellm = _litellm()
+    with _register_lock:
+        present = {entry.get("provider") for entry in litellm.custom_provider_map}
+        for provider in _PROVIDER_MODULES:
+            if provider not in present:
+                handler = _handler_class()(provider, _provider_module(provider).generate)
+                litellm.custom_provider_map.append({"provider": provider, "custom_handler": handler})
+        scripts_file = os.environ.get("MADLAB_SCRIPTS")
+        if scripts_file and scripts_file != _loaded_scripts_file:
+            _provider_module("scripted").load_scripts_file(scripts_file)
+            _loaded_scripts_file = scripts_file
+
+
+# --------------------------------------------------------------------------- errors
+
+_NETWORK_MODULES = {"httpx", "httpcore", "openai", "aiohttp", "anyio", "urllib3", "requests", "ssl", "h11", "h2"}
+_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+class EmptyReplyError(Exception):
+    """The model streamed nothing but whitespace (treated as transient)."""
+
+
+def _is_litellm_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("litellm")
+
+
+def _transient_types() -> tuple[type[BaseException], ...]:
+    litellm = _litellm()
+    return (
+        EmptyReplyError,
+        litellm.Timeout,
+        litellm.RateLimitError,
+        litellm.APIConnectionError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+    )
+
+
+def _provider_error(exc: BaseException) -> BaseException:
+    """Unwrap what litellm wrapped: mid-stream wrappers, and local errors it called connection errors.
+
+    litellm 1.106.2 wraps an error raised while streaming in ``MidStreamFallbackError``
+    (a ``ServiceUnavailableError``) with the mapped error in ``original_exception``, and
+    maps any exception it does not know (a custom handler's ``RuntimeError``, say) to
+    ``APIConnectionError``, leaving the original as ``__context__``.
+    """
+    litellm = _litellm()
+    while isinstance(exc, litellm.exceptions.MidStreamFallbackError) and exc.original_exception is not None:
+        exc = exc.original_exception
+    if isinstance(exc, litellm.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        while cause is not None and _is_litellm_error(cause):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None and not _is_network_error(cause):
+            return cause
+    return exc
+
+
+def _is_network_error(exc: BaseException) -> bool:
+    return isinstance(exc, (ConnectionError, TimeoutError, socket.gaierror)) or (
+        type(exc).__module__.split(".")[0] in _NETWORK_MODULES
+    )
+
+
+def _redact(text: str) -> str:
+    """Remove API keys: values of secret-looking environment variables, and key-shaped strings."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_ENV.search(name):
+            text = text.replace(value, "[REDACTED]")
+    return re.sub(r"\b(sk|gsk|xai|AIza)[-_]?[A-Za-z0-9_\-]{16,}", "[REDACTED]", text)
+
+
+def _describe(exc: BaseException) -> str:
+    """``TypeName: message`` without litellm's repeated prefix, tracebacks or keys."""
+    name = type(exc).__name__
+    message = str(getattr(exc, "message", None) or exc).strip()
+    message = re.sub(rf"^litellm\.{name}:\s*", "", message)
+    message = message.split("\nTraceback (most recent call last)")[0].strip()
+    if len(message) > 1000:
+        message = message[:1000] + "..."
+    return _redact(f"{name}: {message}" if message else name)
+
+
+# --------------------------------------------------------------------------- calling
+
+
+@dataclass
+class _Attempt:
+    text: str = ""
+    usage: Any = None
+    first_token_s: float | None = None
+    interrupted: bool = False
+    error: BaseException | None = None
+
+
+def _stream_once(model, messages, options, on_token, should_stop, started) -> _Attempt:
+    """One streamed attempt. Model errors are returned in ``error``; callback errors propagate."""
+    attempt = _Attempt()
+    parts: list[str] = []
+    try:
+        stream = _litellm().completion(model=model, messages=messages, stream=True, **options)
+    except Exception as exc:  # noqa: BLE001 - every model error becomes a result
+        attempt.error = exc
+        return attempt
+    chunks = iter(stream)
+    try:
+        while True:
+            if should_stop is not None and should_stop():
+                attempt.interrupted = True
+                break
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except Exception as exc:  # noqa: BLE001
+                attempt.error = exc
+                break
+            attempt.usage = getattr(chunk, "usage", None) or attempt.usage
+            piece = chunk.choices[0].delta.content if chunk.choices else None
+            if piece:
+                if attempt.first_token_s is None:
+                    attempt.first_token_s = time.perf_counter() - started
+                parts.append(piece)
+                if on_token is not None:
+                    on_token(piece)
+    finally:
+        _close_stream(stream)
+        attempt.text = "".join(parts)
+    if attempt.error is None and not attempt.interrupted and not attempt.text.strip():
+        attempt.error = EmptyReplyError("the model returned an empty reply")
+    return attempt
+
+
+def _close_stream(stream) -> None:
+    """Stop the backend early (releases a local model's lock, closes an HTTP stream)."""
+    for obj in (getattr(stream, "completion_stream", None), stream):
+        close = getattr(obj, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+
+
+def _count_tokens(model: str, *, messages: list[dict] | None = None, text: str | None = None) -> int:
+    try:
+        if messages is not None:
+            return int(_litellm().token_counter(model=model, messages=messages))
+        return int(_litellm().token_counter(model=model, text=text or ""))
+    except Exception:  # noqa: BLE001 - fall back to a word count
+        if messages is not None:
+            return sum(len(str(m.get("content") or "").split()) for m in messages)
+        return len((text or "").split())
+
+
+def _usage_counts(model: str, messages: list[dict], attempt: _Attempt) -> tuple[int, int]:
+    usage = attempt.usage
+    if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
+        return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+    return _count_tokens(model, messages=messages), _count_tokens(model, text=attempt.text)
+
+
+def call_model(
+    model: str,
+    messages: list[dict],
+    *,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    on_token: Callable[[str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    retry: RetryPolicy | None = None,
+    metadata: dict | None = None,
+    on_retry: Callable[[int, str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CallResult:
+    """Stream one chat completion through litellm and return what happened.
+
+    ``on_token(piece)`` gets every non-empty streamed piece; ``should_stop()`` is checked
+    between pieces (and before each attempt) and, when true, ends the call with status
+    "interrupted" and the partial text. Transient failures (timeouts, rate limits,
+    connection and 5xx errors, an empty reply) are retried up to ``retry.max_attempts``
+    with ``sleep(min(base_delay * 2**k, max_delay))`` between attempts;
+    ``on_retry(failed_attempt_number, error_text)`` is called before each retry (1 for the
+    first failure), so a caller can clear a partially streamed reply. Other errors fail at
+    once. Model errors never raise: they give status "failed" and an ``error`` text.
+    Exceptions raised by the callbacks themselves propagate.
+    """
+    retry = retry or RetryPolicy()
+    started = time.perf_counter()
+    messages = [dict(message) for message in messages]
+    options: dict[str, Any] = {
+        "drop_params": True,
+        "max_retries": 0,  # our RetryPolicy is the only retry layer
+        "stream_options": {"include_usage": True},
+        "metadata": dict(metadata or {}),
+    }
+    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed)):
+        if value is not None:
+            options[key] = value
+    if retry.timeout is not None:
+        options["timeout"] = retry.timeout
+
+    def result(status: str, attempt: _Attempt, attempts: int, error: str | None = None) -> CallResult:
+        prompt_tokens, completion_tokens = _usage_counts(model, messages, attempt)
+        return CallResult(
+            text=attempt.text,
+            status=status,
+            error=error,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=time.perf_counter() - started,
+            first_token_s=attempt.first_token_s,
+            attempts=attempts,
+        )
+
+    try:
+        ensure_registered()
+    except Exception as exc:  # noqa: BLE001 - e.g. a broken MADLAB_SCRIPTS file
+        return result("failed", _Attempt(), 0, _describe(exc))
+
+    attempts = 0
+    while True:
+        if should_stop is not None and should_stop():
+            return result("interrupted", _Attempt(), attempts)
+        attempts += 1
+        attempt = _stream_once(model, messages, options, on_token, should_stop, started)
+        if attempt.interrupted:
+            return result("interrupted", attempt, attempts)
+        if attempt.error is None:
+            return result("ok", attempt, attempts)
+        error = _provider_error(attempt.error)
+        error_text = _describe(error)
+        if not isinstance(error, _transient_types()) or attempts >= retry.max_attempts:
+            return result("failed", attempt, attempts, error_text)
+        if on_retry is not None:
+            on_retry(attempts, error_text)
+        sleep(retry.delay(attempts))
+
+
+# --------------------------------------------------------------------------- model names
+
+
+def _split(name: str) -> tuple[str, str]:
+    provider, _, rest = name.partition("/")
+    return provider, rest
+
+
+def is_serial(model: str) -> bool:
+    """True for backends that serve one request at a time (local GGUF, local HF)."""
+    return _split(model)[0] in _SERIAL_PROVIDERS
+
+
+def _provider_names() -> list[str]:
+    litellm = _litellm()
+    names = {getattr(p, "value", p) for p in litellm.provider_list}
+    names.update(entry.get("provider") for entry in litellm.custom_provider_map)
+    names.update(_PROVIDER_MODULES)
+    return sorted(str(n) for n in names if n)
+
+
+def _listing(names) -> str:
+    return ", ".join(sorted(names)) or "(none)"
+
+
+def validate_model_name(name: str) -> str | None:
+    """None if ``name`` can be called, else a message saying what is wrong. No network."""
+    if not isinstance(name, str) or not name.strip():
+        return "The model name is empty: names look like provider/model (e.g. openai/gpt-4o-mini)."
+    if name != name.strip():
+        return f"The model name {name!r} starts or ends with whitespace."
+    if "/" not in name:
+        return (
+            f"{name!r} has no provider: names look like provider/model "
+            f"(e.g. openai/gpt-4o-mini or {DEFAULT_MODEL})."
+        )
+    try:
+        ensure_registered()
+    except Exception as exc:  # noqa: BLE001
+        return f"Could not load the scripts file named by MADLAB_SCRIPTS: {_describe(exc)}"
+    provider, rest = _split(name)
+    if not rest:
+        return f"{name!r} names no model after the provider {provider!r} (e.g. openai/gpt-4o-mini)."
+    providers = _provider_names()
+    if provider not in providers:
+        return f"Unknown provider {provider!r}. Valid providers: {_listing(providers)}."
+    if provider in _PROVIDER_MODULES:
+        return _provider_module(provider).check(rest)
+    return None
+
+
+def known_models() -> list[dict]:
+    """Models for a Models page. ``key_present`` reads os.environ only and no key is returned.
+
+    Entries that need no key have ``key_env`` None and ``key_present`` True.
+    """
+    from mad_core.models import hf_local, local_gguf, scripted
+
+    def entry(name, kind, description, key_env=None):
+        present = key_env is None or bool(os.environ.get(key_env))
+        return {"name": name, "kind": kind, "description": description, "key_env": key_env, "key_present": present}
+
+    models = [entry(DEFAULT_MODEL, "local", "SmolLM2-135M-Instruct (GGUF, offline, CPU): the default")]
+    for alias, path in sorted(local_gguf.local_aliases().items()):
+        if f"local/{alias}" != DEFAULT_MODEL:
+            models.append(entry(f"local/{alias}", "local", f"GGUF model {os.path.basename(path)}"))
+    for alias, path in sorted(hf_local.hf_aliases().items()):
+        models.append(entry(f"hf/{alias}", "hf", f"Hugging Face checkpoint in {path}"))
+    for name in scripted.script_names():
+        models.append(entry(f"scripted/{name}", "scripted", "Scripted replies (test double)"))
+    for _provider, example, key_env, description in _REMOTE_PROVIDERS:
+        models.append(entry(example, "remote", description, key_env))
+    return models
+
+
+def _missing_package(module: str, package: str) -> str | None:
+    """A message if ``module`` cannot be imported, without importing it."""
+    if importlib.util.find_spec(module) is None:
+        return f"The Python package {package} is not installed."
+    return None

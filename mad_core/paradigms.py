@@ -1,0 +1,140 @@
+"""Discussion paradigms: who speaks when, and who sees what.
+
+A paradigm turns a round's speaking order into steps (agents in one step speak at the same
+time) and decides which earlier turns each agent sees. Sources: seed 000 Appendix C (memory,
+relay, report, debate, collective refinement), Du et al. via seed 004 (simultaneous),
+seed 003 / ChatEval (one-by-one), seed 002 (two-sided debate with a judge).
+
+`history` below is every finished, successful discussion turn so far (all rounds, including
+the current one), in speaking order. The memory window is applied by the engine afterwards.
+"""
+from __future__ import annotations
+
+from .config import ConfigError
+from .events import Turn
+from .registry import register
+
+MODERATOR_ROLE = ("You are the moderator of this discussion: you see every message. Sum up the points made so "
+                  "far and propose the solution the group should consider.")
+MEMBER_ROLE = "You speak only with the moderator and see only the moderator's messages besides your own."
+
+
+class Paradigm:
+    """Base: agents speak one after another and see everything said."""
+
+    chat_history = False  # show history as alternating chat messages instead of one block
+    solutions_only = False  # show others' final answers only, not their whole replies
+    default_tit_for_tat: int | None = None
+
+    def steps(self, order: list[str], cfg) -> list[list[str]]:
+        return [[agent] for agent in order]
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        return list(history)
+
+    def role(self, agent: str, order: list[str], cfg) -> str:
+        return ""
+
+
+@register("paradigm", "memory")
+class Memory(Paradigm):
+    """One after another; every answer is visible to everyone (within the memory window)."""
+
+
+@register("paradigm", "one_by_one")
+class OneByOne(Paradigm):
+    """ChatEval's one-by-one talk: each speaker gets the whole conversation as chat messages."""
+
+    chat_history = True
+
+
+@register("paradigm", "relay")
+class Relay(Paradigm):
+    """One after another; each agent sees only the previous speaker's answer."""
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        others = [t for t in history if t.agent != agent]
+        return others[-1:]
+
+
+@register("paradigm", "report")
+class Report(Paradigm):
+    """The first speaker moderates and sees all; the others see only the moderator (and themselves)."""
+
+    def steps(self, order: list[str], cfg) -> list[list[str]]:
+        # Members cannot see each other, so they answer the moderator at the same time.
+        return [[order[0]], order[1:]] if len(order) > 1 else [order]
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        moderator = order[0]
+        if agent == moderator:
+            return list(history)
+        return [t for t in history if t.agent in (moderator, agent)]
+
+    def role(self, agent: str, order: list[str], cfg) -> str:
+        return MODERATOR_ROLE if agent == order[0] else MEMBER_ROLE
+
+
+@register("paradigm", "debate")
+class Debate(Report):
+    """Members debate among themselves for `debate_subrounds` exchanges, then the moderator speaks again."""
+
+    def steps(self, order: list[str], cfg) -> list[list[str]]:
+        members = [[agent] for agent in order[1:]]
+        return [[order[0]]] + members * cfg.debate_subrounds
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        moderator = order[0]
+        if agent == moderator:
+            return list(history)
+        return [t for t in history if t.agent in (moderator, agent) or t.round == rnd]
+
+    def role(self, agent: str, order: list[str], cfg) -> str:
+        if agent == order[0]:
+            return MODERATOR_ROLE
+        return "You debate with the other members this round; the moderator then reads your exchange."
+
+
+@register("paradigm", "simultaneous")
+class Simultaneous(Paradigm):
+    """Du et al.: everyone answers at once, having seen all answers of the earlier rounds."""
+
+    def steps(self, order: list[str], cfg) -> list[list[str]]:
+        return [list(order)]
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        return [t for t in history if t.round < rnd]
+
+
+@register("paradigm", "collective_refinement")
+class CollectiveRefinement(Simultaneous):
+    """Collective Improvement: no turn order; only the previous round's solutions are shown."""
+
+    solutions_only = True
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        return [t for t in history if t.round == rnd - 1]
+
+
+@register("paradigm", "two_sided")
+class TwoSided(Paradigm):
+    """Seed 002: an affirmative and a negative debater argue in turn; a judge decides."""
+
+    default_tit_for_tat = 2
+    ROLES = (
+        "You argue the affirmative side: state your answer and defend it with reasons.",
+        "You argue the negative side: dispute the affirmative side's points, give your reasons and your own answer.",
+    )
+
+    def steps(self, order: list[str], cfg) -> list[list[str]]:
+        return [[cfg.agents[0].label], [cfg.agents[1].label]]
+
+    def role(self, agent: str, order: list[str], cfg) -> str:
+        return self.ROLES[0] if agent == cfg.agents[0].label else self.ROLES[1]
+
+    @staticmethod
+    def check_config(cfg) -> None:
+        if len(cfg.agents) != 2:
+            raise ConfigError("agents", f"two_sided needs exactly 2 debaters (affirmative, negative), got {len(cfg.agents)}")
+        if cfg.protocol != "judge":
+            raise ConfigError("protocol", f"two_sided debates are decided by a judge: set protocol to 'judge', not {cfg.protocol!r}")

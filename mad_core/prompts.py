@@ -1,0 +1,177 @@
+"""Every prompt MAD Lab sends, in one place and in our own words.
+
+The papers give the intent of each prompt (seed 000 Appendix E, seed 002 Table 11 and its
+meta / judge prompts, seed 001 Appendix C); the wording here is ours. Functions return plain
+strings or chat message lists and never call a model.
+"""
+from __future__ import annotations
+
+# Seed 002, Table 11: how hard debaters push back. Same intent per level, our wording.
+TIT_FOR_TAT = {
+    0: "Aim for full agreement: settle every point together until both sides accept each statement.",
+    1: "Disagree on most points; you may concede only small, unimportant details.",
+    2: "You need not agree with the others: the goal is the correct answer, not harmony.",
+    3: "Contest every single point the others make. Do not concede anything.",
+}
+
+TIT_FOR_TAT_SUMMARY = {
+    0: "0 - seek full consensus on every point",
+    1: "1 - mostly disagree, concede only minor points",
+    2: "2 - disagree when warranted (the paper's default)",
+    3: "3 - disagree with everything",
+}
+
+FINAL_ANSWER_FORMAT = "End your reply with one line of the form `Final answer: <your answer>`."
+AGREEMENT_FORMAT = (
+    "Start your reply with the single word AGREE if you accept the current proposal, "
+    "or DISAGREE if you do not, and then explain."
+)
+CONFIDENCE_FORMAT = "Add one line `Confidence: N/10` saying how sure you are (1 = guessing, 10 = certain)."
+
+
+def system_prompt(label: str, n_agents: int, persona: str, tit_for_tat: int | None, role: str = "") -> str:
+    """The agent's standing instructions: who it is, the setting, and the tit-for-tat level."""
+    parts = [f"You are {label}, one of {n_agents} participants in a discussion that tries to answer a question well."]
+    if persona:
+        parts.append(f"Your role: {persona}")
+    if role:
+        parts.append(role)
+    if tit_for_tat is not None:
+        parts.append("This is a debate. " + TIT_FOR_TAT[tit_for_tat])
+    return "\n".join(parts)
+
+
+def task_block(question: str, task: str) -> str:
+    lines = []
+    if task:
+        lines.append(f"Task: {task}")
+    lines.append(f"Question: {question}")
+    return "\n".join(lines)
+
+
+def discussion_block(rendered_turns: list[str]) -> str:
+    if not rendered_turns:
+        return "Nobody has spoken yet: you give the first answer."
+    return "What has been said so far:\n\n" + "\n\n".join(rendered_turns)
+
+
+def moderator_block(messages: list[str]) -> str:
+    return "\n".join(f"A human moderator says to you: {m}" for m in messages)
+
+
+def turn_prompt(system: str, question: str, task: str, seen: list[str], moderator: list[str],
+                instruction: str, formats: list[str]) -> list[dict[str, str]]:
+    """Messages for one discussion turn, with what the agent sees packed into one user message."""
+    sections = [task_block(question, task), discussion_block(seen)]
+    if moderator:
+        sections.append(moderator_block(moderator))
+    sections.append(" ".join([instruction, *formats]))
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(sections)}]
+
+
+def extraction_prompt(system: str, question: str, task: str, previous: str) -> list[dict[str, str]]:
+    """Seed 000 E.1: pull the bare final solution out of an agent's last reply."""
+    user = (
+        f"{task_block(question, task)}\n\nYour last reply was:\n{previous}\n\n"
+        "Write only the final solution contained in that reply: no agreement, no explanation, no other words. "
+        "Keep its wording. If it contains no clear solution, repeat the reply as it is."
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+VOTE_INSTRUCTIONS = {
+    "simple_voting": "Vote for the one solution you think is best. Reply with its number only.",
+    "approval_voting": "Approve every solution you find acceptable. Reply with their numbers only, separated by commas.",
+    "ranked_voting": (
+        "Rank all solutions from best to worst. Reply with their numbers only, best first, separated by spaces "
+        "(for three solutions, e.g. `2 3 1`)."
+    ),
+    "cumulative_voting": (
+        "Share up to {points} points among the solutions, giving more to better ones. Reply only with a JSON object "
+        'mapping solution numbers to points, e.g. {{"1": 6, "2": 4}}.'
+    ),
+    "judge": "Pick the solution that answers the question best. Reply with its number only.",
+}
+
+
+def solutions_block(solutions: list[str]) -> str:
+    return "\n".join(f"Solution {i + 1}: {s}" for i, s in enumerate(solutions))
+
+
+def vote_prompt(system: str, protocol: str, question: str, task: str, solutions: list[str], points: int,
+                retry_reason: str | None = None) -> list[dict[str, str]]:
+    """Seed 000 E.2: ask for a ballot in the protocol's format (numbers shown from 1)."""
+    instruction = VOTE_INSTRUCTIONS[protocol].format(points=points)
+    user = f"{task_block(question, task)}\n\nThe candidate solutions are:\n{solutions_block(solutions)}\n\n{instruction}"
+    if retry_reason:
+        user += f"\n\nYour previous reply could not be counted ({retry_reason}). Answer again in exactly the format asked."
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def judge_system(n_debaters: int) -> str:
+    return (
+        f"You moderate a debate between {n_debaters} participants. You read their arguments and judge which "
+        "answer is correct. You are impartial and care only about correctness."
+    )
+
+
+def _judge_messages(n_debaters: int, user: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": judge_system(n_debaters)}, {"role": "user", "content": user}]
+
+
+def judge_break_prompt(question: str, task: str, transcript: list[str], n_debaters: int) -> list[dict[str, str]]:
+    """Seed 002 discriminative mode: has the debate already produced a correct solution?"""
+    user = (
+        f"{task_block(question, task)}\n\nThe debate so far:\n\n" + "\n\n".join(transcript) +
+        "\n\nHas the debate already reached a correct answer? Reply with two lines:\n"
+        "Decision: YES or NO\nAnswer: <the correct answer if YES, otherwise leave empty>"
+    )
+    return _judge_messages(n_debaters, user)
+
+
+def judge_extract_prompt(question: str, task: str, transcript: list[str], n_debaters: int) -> list[dict[str, str]]:
+    """Seed 002 extractive mode: the round limit is hit, so the judge states the answer itself."""
+    user = (
+        f"{task_block(question, task)}\n\nThe whole debate:\n\n" + "\n\n".join(transcript) +
+        "\n\nThe debate is over. Based on all arguments, give the answer you judge correct. "
+        + FINAL_ANSWER_FORMAT
+    )
+    return _judge_messages(n_debaters, user)
+
+
+def judge_select_prompt(question: str, task: str, solutions: list[str], n_debaters: int) -> list[dict[str, str]]:
+    """The judge picks the best of the agents' final answers (seed 004, and seed 000's judge-like choice)."""
+    user = (
+        f"{task_block(question, task)}\n\nThe participants' final answers are:\n{solutions_block(solutions)}\n\n"
+        + VOTE_INSTRUCTIONS["judge"]
+    )
+    return _judge_messages(n_debaters, user)
+
+
+def challenge_prompt(system: str, question: str, task: str, final: str) -> list[dict[str, str]]:
+    """Seed 000 E.3: does the agent accept the group's final answer?"""
+    user = (
+        f"{task_block(question, task)}\n\nThe group settled on this final answer:\n{final}\n\n"
+        "Check it critically. Reply with the single word AGREE if you accept it, or DISAGREE if you do not."
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def challenge_answer_prompt(system: str, question: str, task: str, final: str) -> list[dict[str, str]]:
+    user = (
+        f"{task_block(question, task)}\n\nThe group settled on this final answer:\n{final}\n\n"
+        "You do not accept it. Give the answer you think is right. " + FINAL_ANSWER_FORMAT
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def persona_prompt(question: str, task: str, taken: list[str]) -> list[dict[str, str]]:
+    """Seed 000 (after Kim et al.): ask for one task-relevant expert persona not yet taken."""
+    taken_text = "\n".join(f"- {p}" for p in taken) if taken else "(none yet)"
+    user = (
+        f"{task_block(question, task)}\n\nWe are assembling a panel of experts to discuss this question. "
+        f"Experts already on the panel:\n{taken_text}\n\n"
+        "Propose one more expert whose knowledge helps with this question and who differs from those above. "
+        "Reply with a single line: `<expert title>: <one sentence describing their expertise>`."
+    )
+    return [{"role": "system", "content": "You help set up expert panels."}, {"role": "user", "content": user}]

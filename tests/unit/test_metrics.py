@@ -1,0 +1,225 @@
+"""Debate metrics against the papers' worked examples and hand-computed cases."""
+import math
+import threading
+
+import pytest
+
+from mad_core import metrics
+from mad_core.metrics import (
+    agreement,
+    answer_diversity,
+    answer_similarity,
+    answer_timeline,
+    convergence_winner,
+    entropy,
+    log_likelihood,
+    madc_order,
+    majority_answer,
+    path_consistency,
+    self_bleu_diversity,
+    token_overlap,
+    vote_breakdown,
+)
+
+# --- entropy and log-likelihood (seed 003 appendix worked examples) ---------------------------
+
+
+def test_entropy_worked_example():
+    answers = ["(A)"] * 8 + ["(B)", "(C)"]
+    assert entropy(answers) == pytest.approx(0.9219, abs=1e-4)
+
+
+def test_entropy_of_full_agreement_is_zero():
+    assert entropy(["(A)"] * 10) == 0.0
+    assert math.copysign(1.0, entropy(["A"] * 3)) == 1.0  # not -0.0
+
+
+def test_entropy_counts_normalized_answers():
+    assert entropy(["A", "(a)", "a."]) == 0.0
+    assert entropy(["A", "B"]) == pytest.approx(1.0)
+    assert entropy([]) == 0.0
+
+
+def test_log_likelihood_worked_example():
+    assert log_likelihood(["(A)"] * 9 + ["(B)"], "A") == pytest.approx(-0.152, abs=1e-3)
+    assert log_likelihood(["(A)"] * 10, "A") == 0.0
+
+
+def test_log_likelihood_none_correct():
+    assert log_likelihood(["B", "C"], "A") == -math.inf
+
+
+# --- agreement -------------------------------------------------------------------------------
+
+
+def test_agreement_and_majority():
+    assert agreement(["B", "(b)", "C", "b"]) == 0.75
+    assert majority_answer(["B", "(b)", "C", "b"]) == "b"
+    assert majority_answer(["B", "C"]) is None
+    assert majority_answer([]) is None
+    assert agreement([]) == 0.0
+
+
+# --- path consistency and MADC ---------------------------------------------------------------
+
+
+def test_path_consistency():
+    assert path_consistency(["B", "A", "a", "C", "(A)"]) == [0.0, 0.5, 0.5, 0.0, 0.5]
+    assert path_consistency(["x", "x"]) == [1.0, 1.0]
+    assert path_consistency(["x"]) == [0.0]
+
+
+def test_madc_order_most_consistent_last():
+    labels = ["Ann", "Bob", "Cat", "Dan"]
+    answers = ["B", "A", "C", "A"]  # Bob and Dan agree (1/3 each); Ann and Cat are alone (0)
+    assert madc_order(labels, answers) == ["Ann", "Cat", "Bob", "Dan"]
+
+
+def test_madc_order_ascending_with_a_single_leader():
+    labels = ["A1", "A2", "A3", "A4", "A5", "A6"]
+    answers = ["x", "y", "x", "z", "x", "y"]  # x: 2/5, y: 1/5, z: 0
+    assert madc_order(labels, answers) == ["A4", "A2", "A6", "A1", "A3", "A5"]
+
+
+def test_madc_order_is_stable_for_ties():
+    assert madc_order(["p", "q", "r"], ["1", "2", "3"]) == ["p", "q", "r"]
+
+
+def test_madc_order_length_mismatch():
+    with pytest.raises(ValueError):
+        madc_order(["a", "b"], ["1"])
+
+
+# --- token overlap and the convergence winner -------------------------------------------------
+
+
+def test_token_overlap():
+    assert token_overlap("The cat sat", "the CAT ran") == pytest.approx(2 / 4)
+    assert token_overlap("a b", "a b") == 1.0
+    assert token_overlap("a", "b") == 0.0
+    assert token_overlap("", "") == 0.0
+
+
+def test_convergence_winner_picks_the_most_central_draft():
+    drafts = ["red blue", "red blue green", "green yellow"]
+    # overlaps: 0-1 = 2/3, 0-2 = 0, 1-2 = 1/4
+    winner, scores = convergence_winner(drafts)
+    assert winner == 1
+    assert scores == pytest.approx([1 / 3, (2 / 3 + 1 / 4) / 2, 1 / 8])
+
+
+def test_convergence_winner_ties_and_single_draft():
+    assert convergence_winner(["a b", "a b"]) == (0, [1.0, 1.0])
+    assert convergence_winner(["only one"]) == (0, [1.0])
+    with pytest.raises(ValueError):
+        convergence_winner([])
+
+
+# --- SBERT similarity ------------------------------------------------------------------------
+
+
+def fake_embed(texts):
+    table = {"x": [1.0, 0.0], "y": [0.0, 1.0], "xy": [1.0, 1.0]}
+    return [table[t] for t in texts]
+
+
+def test_answer_similarity_with_injected_embedder():
+    # pairs: x-y 0, x-xy 1/sqrt2, y-xy 1/sqrt2
+    expected = (0 + 2 / math.sqrt(2)) / 3
+    assert answer_similarity(["x", "y", "xy"], embed=fake_embed) == pytest.approx(expected)
+    assert answer_diversity(["x", "y", "xy"], embed=fake_embed) == pytest.approx(1 - expected)
+    assert answer_similarity(["x", "x"], embed=fake_embed) == pytest.approx(1.0)
+    assert answer_diversity(["x", "x"], embed=fake_embed) == pytest.approx(0.0)
+
+
+def test_answer_similarity_needs_two_texts():
+    assert answer_similarity(["x"], embed=fake_embed) is None
+    assert answer_diversity([], embed=fake_embed) is None
+
+
+def test_default_sbert_model_sees_paraphrases_as_similar():
+    paraphrases = ["The cat is sleeping on the sofa.", "A cat naps on the couch."]
+    unrelated = ["The cat is sleeping on the sofa.", "Interest rates rose sharply in March."]
+    assert answer_similarity(paraphrases) > answer_similarity(unrelated) + 0.2
+
+
+def test_default_model_is_loaded_once_across_threads():
+    loaded = []
+    threads = [threading.Thread(target=lambda: loaded.append(metrics._load_default_model())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loaded) == 4 and all(model is loaded[0] for model in loaded)
+
+
+# --- Self-BLEU -------------------------------------------------------------------------------
+
+
+def test_self_bleu_diversity():
+    same = "the average speed is one and a half metres per second"
+    assert self_bleu_diversity([same, same]) == pytest.approx(0.0)
+    assert self_bleu_diversity(["alpha beta gamma delta", "one two three four"]) == pytest.approx(100.0)
+    partial = self_bleu_diversity([same, "the average speed is two metres per second"])
+    assert 0.0 < partial < 100.0
+    assert self_bleu_diversity([same]) is None
+
+
+def test_self_bleu_grows_with_difference():
+    base = "eliminate an enemy division in the battle"
+    close = self_bleu_diversity([base, "eliminate an enemy division in battle"])
+    far = self_bleu_diversity([base, "eat up an enemy division"])
+    assert close < far
+
+
+# --- answer timeline -------------------------------------------------------------------------
+
+
+def test_answer_timeline_records_changes_of_mind():
+    rounds = [
+        {"Ann": "(A)", "Bob": "B"},
+        {"Ann": "A", "Bob": "(A)", "Cat": "C"},
+        {"Ann": "B", "Cat": "C"},
+        {"Ann": "B", "Bob": "A", "Cat": "a"},
+    ]
+    timeline = answer_timeline(rounds)
+    assert timeline["labels"] == ["Ann", "Bob", "Cat"]
+    assert timeline["rounds"] == [0, 1, 2, 3]
+    assert timeline["answers"] == {
+        "Ann": ["a", "a", "b", "b"],
+        "Bob": ["b", "a", None, "a"],
+        "Cat": [None, "c", "c", "a"],
+    }
+    assert timeline["changes"] == [
+        {"agent": "Bob", "round": 1, "from": "b", "to": "a"},
+        {"agent": "Ann", "round": 2, "from": "a", "to": "b"},
+        {"agent": "Cat", "round": 3, "from": "c", "to": "a"},
+    ]
+
+
+def test_answer_timeline_empty():
+    assert answer_timeline([]) == {"labels": [], "rounds": [], "answers": {}, "changes": []}
+
+
+# --- vote breakdown --------------------------------------------------------------------------
+
+
+def test_vote_breakdown_simple():
+    chart = vote_breakdown("simple_voting", [0, 1, 1, None], 3)
+    assert chart["counts"] == [1, 2, 0]
+    assert chart["labels"] == ["Solution 1", "Solution 2", "Solution 3"]
+    assert (chart["unit"], chart["winner"], chart["valid"], chart["invalid"]) == ("votes", 1, 3, 1)
+
+
+def test_vote_breakdown_approval_and_cumulative():
+    assert vote_breakdown("approval_voting", [[0, 1], [1]], 2)["counts"] == [1, 2]
+    chart = vote_breakdown("cumulative_voting", [{0: 4, 1: 6}, {0: 6, 1: 4}], 2)
+    assert (chart["unit"], chart["counts"], chart["winner"], chart["tied"]) == ("points", [10, 10], None, [0, 1])
+
+
+def test_vote_breakdown_ranked_has_rank_counts():
+    chart = vote_breakdown("ranked_voting", [[0, 1, 2], [1, 0, 2], [1, 2], None], 3)
+    assert chart["unit"] == "Borda points"
+    assert chart["counts"] == [3, 5, 1]
+    assert chart["rank_counts"] == [[1, 1, 0], [2, 1, 0], [0, 1, 2]]
+    assert chart["invalid"] == 1
