@@ -322,17 +322,20 @@ class DebateEngine:
             self._supporters.discard(turn.agent)  # said neither: no longer counted as agreeing
 
     # ===== model calls =====================================================================
-    def ask_many(self, requests: list[tuple[str, str, list[dict], str | None]]) -> list[Turn]:
-        """Run (agent, kind, messages, model) requests concurrently; emit each turn as it finishes."""
+    def ask_many(self, requests: list[tuple[str, str, list[dict], str | None]], on_done=None) -> list[Turn]:
+        """Run (agent, kind, messages, model) requests concurrently; emit each turn as it finishes.
+
+        `on_done(turn)` runs in the engine thread right after each turn is recorded (votes use it
+        so every ballot appears as soon as it is cast)."""
         planned = [self._plan(*r) for r in requests]
         futures = {}
         for turn, reused in planned:
             if reused:
-                self._finish_turn(turn, reused=True)
+                self._finish_turn(turn, reused=True, on_done=on_done)
             else:
                 futures[self._pool.submit(self._call, turn)] = turn
         for future in as_completed(futures):
-            self._finish_turn(future.result())
+            self._finish_turn(future.result(), on_done=on_done)
         return [turn for turn, _ in planned]
 
     def ask(self, agent: str, kind: str, messages: list[dict], model: str | None = None) -> Turn:
@@ -395,7 +398,7 @@ class DebateEngine:
             turn.confidence = parse_confidence(turn.content) if self.cfg.confidence else None
         return turn
 
-    def _finish_turn(self, turn: Turn, reused: bool = False) -> None:
+    def _finish_turn(self, turn: Turn, reused: bool = False, on_done=None) -> None:
         self.turns.append(turn)
         if reused and self.parent_id is None:
             self._push(TurnFinished(turn))  # already on disk (resume): show it, don't store it twice
@@ -403,6 +406,8 @@ class DebateEngine:
             self._emit(TurnFinished(turn))
         if turn.status == "failed":
             self._emit(ErrorOccurred(f"{turn.agent}'s {turn.kind} turn failed: {turn.error}", turn.agent, turn.id))
+        if on_done is not None:
+            on_done(turn)
 
     # ===== services for protocols ==========================================================
     def proposal(self) -> tuple[Turn | None, set[str]]:
@@ -457,7 +462,8 @@ class DebateEngine:
             requests = [(label, "vote", prompts.vote_prompt(self._plain_system(label), protocol, cfg.question,
                                                              cfg.task, solutions, cfg.cumulative_points,
                                                              reasons[label]), None) for label in todo]
-            for turn in self.ask_many(requests):
+
+            def count(turn: Turn, attempt: int = attempt) -> None:
                 if turn.status != "ok":
                     ballot = Ballot(None, False, f"the vote call {turn.status}: {turn.error}")
                 else:
@@ -465,6 +471,8 @@ class DebateEngine:
                 ballots[turn.agent], reasons[turn.agent] = ballot, ballot.reason
                 self._emit(VoteCast(self.round, turn.agent, protocol, turn.content, ballot.value, ballot.valid,
                                     ballot.reason, attempt))
+
+            self.ask_many(requests, on_done=count)
         return [ballots[label] for label in labels if label in ballots]
 
     def _transcript(self) -> list[str]:

@@ -193,8 +193,14 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _like_prefix(text: str) -> str:
-    return re.sub(r"([\\%_])", r"\\\1", text) + "%"
+def _like_escape(text: str) -> str:
+    """`text` with LIKE's wildcards escaped (use with ESCAPE '\\')."""
+    return re.sub(r"([\\%_])", r"\\\1", text)
+
+
+def _clean_query(text: str | None) -> str:
+    """Search text without NUL characters (which SQLite's FTS parser cannot take)."""
+    return (text or "").replace("\x00", " ").strip()
 
 
 def _snippet(text: str, query: str, width: int = 160) -> str:
@@ -206,7 +212,8 @@ def _snippet(text: str, query: str, width: int = 160) -> str:
     return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
 
 
-def _fmt_time(ts: float | None) -> str:
+def format_time(ts: float | None) -> str:
+    """Local time as YYYY-MM-DD HH:MM, or "-"."""
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
 
@@ -390,7 +397,7 @@ class Store:
         if not prefix:
             raise LookupError("no debate id given")
         ids = [r["id"] for r in self.db.query(
-            "SELECT id FROM debates WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC", [_like_prefix(prefix)])]
+            "SELECT id FROM debates WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC", [_like_escape(prefix) + "%"])]
         if prefix in ids:
             return prefix
         if not ids:
@@ -409,9 +416,10 @@ class Store:
         if protocol:
             clauses.append("protocol = ?")
             args.append(protocol)
-        if search and search.strip():
+        search = _clean_query(search)
+        if search:
             matches = ["question LIKE ? ESCAPE '\\'"]
-            args.append("%" + _like_prefix(search.strip()))
+            args.append(f"%{_like_escape(search)}%")
             fts_query = self.db.quote_fts(search)
             if fts_query:
                 matches += [
@@ -422,7 +430,8 @@ class Store:
                 ]
                 args += [fts_query, fts_query]
             clauses.append("(" + " OR ".join(matches) + ")")
-        return self._rows("debates", " AND ".join(clauses) or "1", args, order_by="created_at DESC", limit=limit)
+        where = " AND ".join(clauses) or "1"
+        return self._rows("debates", where, args, order_by="created_at DESC, rowid DESC", limit=limit)
 
     def turns(self, debate_id: str) -> list[Turn]:
         return [_turn_from_row(row)
@@ -452,6 +461,7 @@ class Store:
 
     def search_turns(self, query: str, limit: int = 100) -> list[dict[str, Any]]:
         """Turns matching `query` (any text is safe: it is quoted), best first, with a snippet."""
+        query = _clean_query(query)
         if not self.db.quote_fts(query):
             return []
         results = []
@@ -517,7 +527,7 @@ class Store:
         if config.get("task"):
             lines += [config["task"], ""]
         lines += [
-            f"- **Debate:** `{debate['id']}` · {debate['status']} · started {_fmt_time(debate['created_at'])}",
+            f"- **Debate:** `{debate['id']}` · {debate['status']} · started {format_time(debate['created_at'])}",
             f"- **Protocol:** {debate['protocol']} · **Paradigm:** {debate['paradigm']} · "
             f"**Responses:** {config.get('response_generator', '-')} · **Ordering:** {config.get('ordering', '-')} · "
             f"**Rounds:** {config.get('rounds', '-')} (max {config.get('max_rounds', '-')})",
@@ -561,7 +571,7 @@ class Store:
                       + (f" — proposes {c['new_answer']}" if c.get("new_answer") else "") for c in data["challenges"]]
         if data["steering"]:
             lines += ["", "## Steering", ""]
-            lines += [f"- {_fmt_time(s['ts'])} {s['action']}"
+            lines += [f"- {format_time(s['ts'])} {s['action']}"
                       + (f" → {', '.join(s['targets'])}" if s.get("targets") else "")
                       + (f": {s['message']}" if s.get("message") else "") for s in data["steering"]]
         return "\n".join(lines) + "\n"

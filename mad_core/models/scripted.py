@@ -45,7 +45,7 @@ class Script:
     default: str = "..."
     history: list[dict] = field(default_factory=list)
     _calls: int = field(default=0, init=False, repr=False, compare=False)
-    _agent_calls: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _served: dict[str | None, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -62,12 +62,14 @@ class Script:
         return self._calls
 
     def next_call(self, request: Request) -> tuple[int, str | None, str | None]:
-        """Record a call and return ``(call_index, fault, reply)``; reply is None for a fault."""
+        """Record a call and return ``(call_index, fault, reply)``.
+
+        The reply is None for a faulted call and for a function script (the caller calls it).
+        """
         with self._lock:
             index = self._calls
             self._calls += 1
             fault = self.faults.get(index)
-            agent = str(request.metadata.get("agent", ""))
             self.history.append(
                 {
                     "call_index": index,
@@ -82,13 +84,12 @@ class Script:
             if fault is not None or callable(self.replies):
                 return index, fault, None
             if isinstance(self.replies, dict):
-                queue = self.replies.get(agent) or []
-                position = self._agent_calls.get(agent, 0)
-                self._agent_calls[agent] = position + 1
+                key = str(request.metadata.get("agent", ""))
+                queue = self.replies.get(key) or []
             else:
-                queue, position = self.replies, index - sum(1 for i in self.faults if i < index)
-        if fault is None and callable(self.replies):
-            pass
+                key, queue = None, self.replies
+            position = self._served.get(key, 0)
+            self._served[key] = position + 1
         return index, None, (queue[min(position, len(queue) - 1)] if queue else self.default)
 
 

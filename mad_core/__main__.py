@@ -1,0 +1,4 @@
+"""`python -m mad_core ...`: the command line (see mad_core.cli)."""
+from .cli import main
+
+raise SystemExit(main())

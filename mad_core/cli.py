@@ -1,0 +1,390 @@
+"""Command line: `python -m mad_core run | list | show | export | import | resume`.
+
+It runs debates through the same engine as the app (tokens stream to stdout, each turn
+labelled with its agent) and reads the same database (`Store`). Settings are validated
+before any model call or database write. Ctrl-C stops a debate gracefully through the
+controller (a second Ctrl-C quits at once); the debate is then stored as 'stopped'.
+
+Exit codes: 0 ok, 1 the debate failed, 2 bad input (settings, unknown id, unreadable file),
+130 stopped with Ctrl-C. Never imports streamlit; never prints or stores API keys.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, TextIO
+
+from .config import ConfigError, DebateConfig
+from .events import (
+    DEBATE_STATUSES,
+    ChallengeResult,
+    DebateFinished,
+    DebateStarted,
+    DecisionAttempted,
+    DecisionReached,
+    ErrorOccurred,
+    Event,
+    PersonasAssigned,
+    RoundStarted,
+    SteeringApplied,
+    TokenReceived,
+    TurnFinished,
+    TurnRetried,
+    TurnStarted,
+    VoteCast,
+)
+from .store import Store, format_time
+
+EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
+# `run` flags that set the config field of the same name.
+FIELD_FLAGS = ("question", "protocol", "paradigm", "rounds", "max_rounds", "seed", "tit_for_tat", "ordering",
+               "response_generator", "judge_model")
+# Turn kinds printed without a "(kind)" tag after the agent label.
+PLAIN_KINDS = ("draft", "discussion")
+
+
+class CliError(Exception):
+    """Bad input from the user: printed as 'error: ...', exit code 2."""
+
+
+# ----- configuration from a file and flags ---------------------------------------------------
+def _read_config_file(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))  # YAML is a superset of JSON
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError("config", f"{path} is not valid YAML/JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("config", f"{path} must hold a mapping of settings")
+    return data
+
+
+def config_from_args(args: argparse.Namespace) -> DebateConfig:
+    """The config file (if any) with the flags laid over it, validated."""
+    data = _read_config_file(args.config) if args.config else {}
+    for name in FIELD_FLAGS:
+        value = getattr(args, name)
+        if value is not None:
+            data[name] = value
+    if args.agents is not None or args.model is not None:
+        data["agents"] = _agents_from_flags(data.get("agents"), args.agents, args.model)
+    return DebateConfig.from_dict(data)
+
+
+def _agents_from_flags(agents: Any, count: int | None, model: str | None) -> Any:
+    if agents is None:  # the config's default agents
+        agents = DebateConfig(question="").to_dict()["agents"]
+    if not isinstance(agents, list) or not all(isinstance(a, dict) for a in agents):
+        return agents  # malformed: leave it to validation to name the problem
+    if count is not None:
+        if count < 1:
+            raise ConfigError("agents", f"at least one agent is needed, got {count}")
+        template = {k: v for k, v in (agents[:1] or [{}])[0].items() if k not in ("label", "persona")}
+        agents = agents[:count] + [{**template, "label": f"Agent {i + 1}"} for i in range(len(agents), count)]
+    if model is not None:
+        agents = [{**agent, "model": model} for agent in agents]
+    return agents
+
+
+# ----- printing events -----------------------------------------------------------------------
+class Printer:
+    """Writes a debate's events to a terminal as they arrive; tokens stream under agent labels."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.current: str | None = None  # turn whose text is being written on the current line
+        self.labels: dict[str, str] = {}  # turn id -> "[Agent 1] " label
+        self.streamed: set[str] = set()
+        self.handlers: dict[type[Event], Callable[[Any], None]] = {
+            DebateStarted: self.debate_started,
+            PersonasAssigned: self.personas,
+            RoundStarted: self.round_started,
+            TurnStarted: self.turn_started,
+            TokenReceived: self.token,
+            TurnRetried: self.turn_retried,
+            TurnFinished: self.turn_finished,
+            VoteCast: self.vote,
+            DecisionAttempted: self.decision_attempted,
+            DecisionReached: self.decision_reached,
+            ChallengeResult: self.challenge,
+            SteeringApplied: self.steering,
+            ErrorOccurred: self.error,
+            DebateFinished: self.debate_finished,
+        }
+
+    def __call__(self, event: Event) -> None:
+        handler = self.handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+            self.out.flush()
+
+    def _enter_turn(self, turn_id: str, agent: str) -> None:
+        if self.current != turn_id:
+            self.out.write("\n" + self.labels.get(turn_id, f"[{agent}] "))
+            self.current = turn_id
+
+    def _line(self, text: str) -> None:
+        if self.current is not None:
+            self.out.write("\n")
+            self.current = None
+        self.out.write(text + "\n")
+
+    def debate_started(self, e: DebateStarted) -> None:
+        verb = "resumed" if e.resumed else "started"
+        self._line(f"Debate {e.debate_id} {verb}: {e.config.get('question', '')}")
+
+    def personas(self, e: PersonasAssigned) -> None:
+        for label, persona in e.personas.items():
+            self._line(f"  {label}: {persona}")
+
+    def round_started(self, e: RoundStarted) -> None:
+        self._line(f"\n=== Round {e.round} ({', '.join(e.order)}) ===")
+
+    def turn_started(self, e: TurnStarted) -> None:
+        self.labels[e.turn_id] = f"[{e.agent}] " + ("" if e.kind in PLAIN_KINDS else f"({e.kind}) ")
+        self._enter_turn(e.turn_id, e.agent)
+
+    def token(self, e: TokenReceived) -> None:
+        self._enter_turn(e.turn_id, e.agent)
+        self.out.write(e.text)
+        self.streamed.add(e.turn_id)
+
+    def turn_retried(self, e: TurnRetried) -> None:
+        self.streamed.discard(e.turn_id)
+        self._line(f"  (retrying {e.agent}, attempt {e.attempt}: {e.error})")
+
+    def turn_finished(self, e: TurnFinished) -> None:
+        turn = e.turn
+        if turn.id not in self.streamed and turn.content:
+            self._enter_turn(turn.id, turn.agent)
+            self.out.write(turn.content)
+        if turn.status != "ok":
+            self._enter_turn(turn.id, turn.agent)
+            self.out.write(f" [{turn.status}: {turn.error or 'no detail'}]")
+        if self.current == turn.id:
+            self._line("")
+
+    def vote(self, e: VoteCast) -> None:
+        verdict = "" if e.valid else f" (invalid: {e.reason or 'unparseable'})"
+        self._line(f"  vote {e.agent}: {json.dumps(e.ballot, ensure_ascii=False)}{verdict}")
+
+    def decision_attempted(self, e: DecisionAttempted) -> None:
+        if not e.reached:
+            self._line(f"  no decision in round {e.round} ({e.protocol}): {e.reason}")
+
+    def decision_reached(self, e: DecisionReached) -> None:
+        how = ", forced" if e.forced else ""
+        winner = f" (from {e.winner_agent})" if e.winner_agent else ""
+        self._line(f"\n== Decision ({e.protocol}, round {e.round}{how}): {e.answer}{winner}")
+        if e.fallback:
+            self._line(f"   fallback: {e.fallback}")
+
+    def challenge(self, e: ChallengeResult) -> None:
+        stance = {True: "agrees", False: "challenges", None: "no clear stance"}[e.agrees]
+        self._line(f"  {e.agent} {stance}" + (f": proposes {e.new_answer}" if e.new_answer else ""))
+
+    def steering(self, e: SteeringApplied) -> None:
+        targets = f" -> {', '.join(e.targets)}" if e.targets else ""
+        self._line(f"  [moderator] {e.action}{targets}" + (f": {e.message}" if e.message else ""))
+
+    def error(self, e: ErrorOccurred) -> None:
+        self._line(f"  error{f' ({e.agent})' if e.agent else ''}: {e.message}")
+
+    def debate_finished(self, e: DebateFinished) -> None:
+        answer = f" Answer: {e.answer}" if e.answer else ""
+        reason = f" ({e.reason})" if e.reason else ""
+        self._line(f"\nDebate {e.status}.{answer}{reason}")
+
+
+@contextlib.contextmanager
+def _stop_on_interrupt(controller: Any) -> Iterator[None]:
+    """First Ctrl-C asks the controller to stop; the second one raises KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        sys.stderr.write("\nStopping the debate (Ctrl-C again to quit now)...\n")
+        controller.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stream(events: Iterable[Event], controller: Any, store: Store, debate_id: Callable[[], str | None]) -> int:
+    printer, status = Printer(sys.stdout), None
+    with _stop_on_interrupt(controller):
+        try:
+            for event in events:
+                printer(event)
+                if isinstance(event, DebateFinished):
+                    status = event.status
+        except KeyboardInterrupt:
+            status = "stopped"
+            if debate_id():
+                store.set_status(debate_id(), status)
+            print("\nDebate stopped.", file=sys.stderr)
+    return EXIT_BY_STATUS.get(status, 1)
+
+
+# ----- commands ------------------------------------------------------------------------------
+def _store(args: argparse.Namespace) -> Store:
+    return Store(args.db)
+
+
+def _debate_id(store: Store, prefix: str) -> str:
+    try:
+        return store.find_debate_id(prefix)
+    except LookupError as exc:
+        raise CliError(str(exc)) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ConfigError as exc:
+        raise CliError(f"{exc.field}: {exc.message}") from None
+    from .engine import Controller, DebateEngine  # imported late: loads the model stack
+
+    store, controller = _store(args), Controller()
+    engine = DebateEngine(config, controller=controller, store=store)
+    return _stream(engine.run(), controller, store, lambda: engine.debate_id)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    store = _store(args)
+    debate_id = _debate_id(store, args.id)
+    from .engine import Controller, resume_debate
+
+    controller = Controller()
+    return _stream(resume_debate(debate_id, store, controller), controller, store, lambda: debate_id)
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = _store(args).list_debates(status=args.status, protocol=args.protocol, search=args.search,
+                                      limit=args.limit)
+    if not rows:
+        print("No debates.")
+        return 0
+    print(f"{'ID':<10} {'CREATED':<16} {'STATUS':<11} {'PROTOCOL':<18} QUESTION")
+    for row in rows:
+        print(f"{row['id'][:8]:<10} {format_time(row['created_at']):<16} {row['status']:<11} "
+              f"{(row['protocol'] or '-'):<18} {_one_line(row['question'], 60)}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store = _store(args)
+    sys.stdout.write(store.to_markdown(_debate_id(store, args.id)))
+    return 0
+
+
+EXPORTERS: dict[str, Callable[[Store, str], str]] = {
+    "json": lambda store, debate_id: json.dumps(store.export_debate(debate_id), indent=2, ensure_ascii=False) + "\n",
+    "md": Store.to_markdown,
+    "csv": Store.to_csv,
+}
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store = _store(args)
+    text = EXPORTERS[args.format](store, _debate_id(store, args.id))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8", newline="")
+        print(f"Wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{args.file} is not JSON: {exc}") from None
+    store = _store(args)
+    try:
+        # Keep the exported id unless it is taken (or --new-id asks for a fresh one).
+        taken = store.get_debate(str(data["debate"]["id"])) is not None
+        debate_id = store.import_debate(data, new_id=args.new_id or taken)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CliError(f"{args.file} is not a valid MAD Lab export: {exc}") from None
+    print(debate_id)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mad_core", description="MAD Lab: multi-agent LLM debates.")
+    parser.add_argument("--db", help="database file (default: $MADLAB_HOME/madlab.db, ~/.madlab/madlab.db)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a debate, streaming it to the terminal")
+    run.add_argument("--config", help="YAML or JSON settings file; flags override it")
+    run.add_argument("--question")
+    run.add_argument("--agents", type=int, help="number of agents")
+    run.add_argument("--model", help="model for every agent, e.g. local/smollm2-135m")
+    run.add_argument("--protocol")
+    run.add_argument("--paradigm")
+    run.add_argument("--rounds", type=int)
+    run.add_argument("--max-rounds", type=int)
+    run.add_argument("--seed", type=int)
+    run.add_argument("--tit-for-tat", type=int, help="0-3")
+    run.add_argument("--ordering")
+    run.add_argument("--response-generator")
+    run.add_argument("--judge-model")
+    run.set_defaults(func=cmd_run)
+
+    lister = sub.add_parser("list", help="list stored debates, newest first")
+    lister.add_argument("--status", choices=DEBATE_STATUSES)
+    lister.add_argument("--protocol")
+    lister.add_argument("--search", help="full-text search over turns, annotations and questions")
+    lister.add_argument("--limit", type=int, default=200)
+    lister.set_defaults(func=cmd_list)
+
+    show = sub.add_parser("show", help="print a debate's transcript (an id prefix is enough)")
+    show.add_argument("id")
+    show.set_defaults(func=cmd_show)
+
+    export = sub.add_parser("export", help="export a debate as JSON, Markdown or CSV")
+    export.add_argument("id")
+    export.add_argument("--format", choices=sorted(EXPORTERS), default="json")
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+    export.set_defaults(func=cmd_export)
+
+    importer = sub.add_parser("import", help="import a JSON export; prints the debate id")
+    importer.add_argument("file")
+    importer.add_argument("--new-id", action="store_true", help="always give the debate a fresh id")
+    importer.set_defaults(func=cmd_import)
+
+    resume = sub.add_parser("resume", help="continue an interrupted or stopped debate")
+    resume.add_argument("id")
+    resume.set_defaults(func=cmd_resume)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

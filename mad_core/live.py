@@ -1,0 +1,106 @@
+"""Debates running in the background of a long-lived process (the Streamlit server).
+
+A `LiveDebate` drives a `DebateEngine` in its own thread and keeps every event, so any number
+of viewers (browser tabs, reruns) can render it and reattach to it; closing a tab neither
+stops nor duplicates it. Live debates are kept in a process-wide registry keyed by debate id.
+Viewers read `events_since(n)` or `view()`; they steer through `controller`. No UI code here.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .config import DebateConfig
+from .engine import Controller, DebateEngine, fork_debate, resume_debate
+from .events import Event
+from .view import DebateView
+
+_LIVE: dict[str, "LiveDebate"] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+class LiveDebate:
+    """A debate running in a background thread, with its events kept for every viewer."""
+
+    def __init__(self, debate_id: str, events_iter, controller: Controller, owner: str | None = None):
+        self.debate_id = debate_id
+        self.controller = controller
+        self.owner = owner  # the browser session that started it (others may still watch)
+        self._iter = events_iter
+        self._events: list[Event] = []
+        self._view = DebateView()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self.done = False
+        self.thread = threading.Thread(target=self._pump, name=f"madlab-live-{debate_id[:8]}", daemon=True)
+
+    def _pump(self) -> None:
+        try:
+            for event in self._iter:
+                with self._changed:
+                    self._events.append(event)
+                    self._view.apply(event)
+                    self._changed.notify_all()
+        finally:
+            with self._changed:
+                self.done = True
+                self._changed.notify_all()
+
+    def events_since(self, index: int) -> list[Event]:
+        with self._lock:
+            return self._events[index:]
+
+    def wait_for_change(self, seen: int, timeout: float) -> int:
+        """Block until more than `seen` events exist (or timeout / end); return the count."""
+        with self._changed:
+            self._changed.wait_for(lambda: len(self._events) > seen or self.done, timeout=timeout)
+            return len(self._events)
+
+    def view(self) -> DebateView:
+        """A consistent copy of the folded state, safe to render from another thread."""
+        with self._lock:
+            view = DebateView()
+            for event in self._events:
+                view.apply(event)
+            return view
+
+    @property
+    def status(self) -> str:
+        with self._lock:
+            return self._view.status
+
+
+def _register(live: LiveDebate) -> LiveDebate:
+    with _LIVE_LOCK:
+        _LIVE[live.debate_id] = live
+    live.thread.start()
+    return live
+
+
+def start(config: DebateConfig, *, store: Any = None, owner: str | None = None, **engine_kwargs: Any) -> LiveDebate:
+    """Validate, then start a debate in the background and register it."""
+    controller = Controller()
+    engine = DebateEngine(config, controller=controller, store=store, **engine_kwargs)
+    return _register(LiveDebate(engine.debate_id, engine.run(), controller, owner))
+
+
+def start_fork(debate_id: str, upto_seq: int, store: Any, config: DebateConfig | None = None,
+               owner: str | None = None) -> LiveDebate:
+    controller = Controller()
+    engine = fork_debate(debate_id, upto_seq, store, config=config, controller=controller)
+    return _register(LiveDebate(engine.debate_id, engine.run(), controller, owner))
+
+
+def start_resume(debate_id: str, store: Any, owner: str | None = None) -> LiveDebate:
+    controller = Controller()
+    return _register(LiveDebate(debate_id, resume_debate(debate_id, store, controller), controller, owner))
+
+
+def get(debate_id: str) -> LiveDebate | None:
+    with _LIVE_LOCK:
+        return _LIVE.get(debate_id)
+
+
+def running() -> list[LiveDebate]:
+    with _LIVE_LOCK:
+        return [live for live in _LIVE.values() if not live.done]

@@ -1,0 +1,262 @@
+"""A debate's state folded from its events: what a transcript, a plot or a live page shows.
+
+`DebateView.apply(event)` is pure bookkeeping (no I/O, no UI); the same fold serves a live
+debate (events as they arrive), a stored one (`DebateView.from_store`) and a replay (apply
+the stored events one by one). Partially streamed text is kept per turn.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
+                     ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
+                     TurnFinished, TurnRetried, TurnStarted, VoteCast)
+
+DISCUSSION_KINDS = ("draft", "discussion")
+
+
+@dataclass
+class TurnView:
+    """A turn as shown: text grows while it streams; `status` is 'streaming' until it ends."""
+
+    id: str
+    round: int
+    agent: str
+    kind: str
+    model: str
+    prompt: list[dict[str, str]]
+    text: str = ""
+    status: str = "streaming"
+    seq: int | None = None
+    answer: str | None = None
+    agreement: bool | None = None
+    confidence: int | None = None
+    error: str | None = None
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    started_at: float = 0.0
+
+
+@dataclass
+class AgentUsage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class DebateView:
+    """Everything known about one debate so far."""
+
+    debate_id: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+    personas: dict[str, str] = field(default_factory=dict)
+    rounds: dict[int, list[str]] = field(default_factory=dict)  # round -> speaking order
+    turns: list[TurnView] = field(default_factory=list)
+    votes: list[VoteCast] = field(default_factory=list)
+    attempts: list[DecisionAttempted] = field(default_factory=list)
+    decision: DecisionReached | None = None
+    challenges: list[ChallengeResult] = field(default_factory=list)
+    steering: list[SteeringApplied] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    usage: dict[str, AgentUsage] = field(default_factory=dict)
+    finish_reason: str = ""
+    timeline: list[tuple[str, Any]] = field(default_factory=list)  # ("turn", id) / ("steer", event) in order
+
+    # ----- folding ----------------------------------------------------------------------
+    def apply(self, event: Event) -> "DebateView":
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+        return self
+
+    def turn(self, turn_id: str) -> TurnView | None:
+        return next((t for t in self.turns if t.id == turn_id), None)
+
+    # ----- derived ----------------------------------------------------------------------
+    @property
+    def agents(self) -> list[str]:
+        return [a["label"] for a in self.config.get("agents", [])]
+
+    @property
+    def running_turns(self) -> list[TurnView]:
+        return [t for t in self.turns if t.status == "streaming"]
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.finished_at or time.time()) - self.started_at
+
+    def answers_by_round(self) -> list[tuple[int, dict[str, str]]]:
+        """(round, {agent: answer}) for every round with finished discussion turns, in order."""
+        rounds: dict[int, dict[str, str]] = {}
+        for t in self.turns:
+            if t.kind in DISCUSSION_KINDS and t.status == "ok":
+                rounds.setdefault(t.round, {})[t.agent] = t.answer or t.text
+        return sorted(rounds.items())
+
+    def texts_by_round(self) -> list[tuple[int, dict[str, str]]]:
+        rounds: dict[int, dict[str, str]] = {}
+        for t in self.turns:
+            if t.kind in DISCUSSION_KINDS and t.status == "ok":
+                rounds.setdefault(t.round, {})[t.agent] = t.text
+        return sorted(rounds.items())
+
+    def votes_of_round(self, rnd: int) -> list[VoteCast]:
+        """The last ballot of each voter in a round (re-asked ballots replace earlier ones)."""
+        latest: dict[str, VoteCast] = {}
+        for v in self.votes:
+            if v.round == rnd:
+                latest[v.agent] = v
+        return list(latest.values())
+
+    @classmethod
+    def from_store(cls, store, debate_id: str) -> "DebateView":
+        """Rebuild a view from what the store holds (for transcripts and replay)."""
+        view = cls()
+        for event in stored_events(store, debate_id):
+            view.apply(event)
+        return view
+
+
+def stored_events(store, debate_id: str) -> list[Event]:
+    """The events of a stored debate, re-created from its rows in their original order."""
+    record = store.get_debate(debate_id)
+    if record is None:
+        raise KeyError(f"no debate {debate_id!r}")
+    events: list[Event] = [DebateStarted(debate_id, record["config"], parent_id=record.get("parent_id"),
+                                         ts=record.get("created_at") or 0.0)]
+    personas = {a["label"]: a.get("persona") or "" for a in store_agents(store, debate_id, record)}
+    events.append(PersonasAssigned(personas, ts=events[0].ts))
+    timed: list[Event] = []
+    seen_rounds: set[int] = set()
+    for turn in store.turns(debate_id):
+        if turn.round not in seen_rounds and turn.kind in DISCUSSION_KINDS:
+            seen_rounds.add(turn.round)
+            timed.append(RoundStarted(turn.round, [], ts=turn.started_at - 1e-6))
+        timed.append(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt,
+                                 ts=turn.started_at))
+        timed.append(TurnFinished(turn, ts=turn.finished_at))
+    for row in store.votes(debate_id):
+        timed.append(VoteCast(row["round"], row["agent"], row["protocol"], row["raw"], row.get("ballot"),
+                              bool(row["valid"]), row.get("reason"), row.get("attempt") or 1, ts=row.get("ts") or 0.0))
+    for row in store.decisions(debate_id):
+        common = dict(round=row["round"], protocol=row["protocol"], scores=row.get("scores") or [],
+                      solutions=row.get("solutions") or [], solution_agents=row.get("solution_agents") or [],
+                      ts=row.get("ts") or 0.0)
+        if row.get("reached") and row.get("answer") is not None and "winner_agent" in row and row.get("final", True):
+            timed.append(DecisionReached(answer=row["answer"], winner_agent=row.get("winner_agent"),
+                                         winner_index=row.get("winner_index"), forced=bool(row.get("forced")),
+                                         fallback=row.get("fallback"), details=row.get("details") or {}, **common))
+        else:
+            timed.append(DecisionAttempted(reached=bool(row.get("reached")), reason=row.get("reason") or "", **common))
+    for row in store.steering(debate_id):
+        timed.append(SteeringApplied(row["action"], row.get("targets"), row.get("message"), ts=row.get("ts") or 0.0))
+    for row in store.challenges(debate_id):
+        timed.append(ChallengeResult(row["agent"], row.get("agrees"), row.get("new_answer"), ts=row.get("ts") or 0.0))
+    timed.sort(key=lambda e: e.ts)
+    events.extend(timed)
+    if record.get("status") != "running":
+        events.append(DebateFinished(record["status"], record.get("answer"), ts=record.get("finished_at") or
+                                     (timed[-1].ts if timed else events[0].ts)))
+    return events
+
+
+def store_agents(store, debate_id: str, record: dict) -> list[dict]:
+    agents = getattr(store, "agents", None)
+    return agents(debate_id) if callable(agents) else record["config"].get("agents", [])
+
+
+# ----- handlers -------------------------------------------------------------------------
+def _started(v: DebateView, e: DebateStarted) -> None:
+    v.debate_id, v.config, v.status, v.started_at = e.debate_id, e.config, "running", e.ts
+    v.finished_at = None
+
+
+def _personas(v: DebateView, e: PersonasAssigned) -> None:
+    v.personas = dict(e.personas)
+
+
+def _round(v: DebateView, e: RoundStarted) -> None:
+    v.rounds[e.round] = list(e.order)
+
+
+def _turn_started(v: DebateView, e: TurnStarted) -> None:
+    if v.turn(e.turn_id) is None:
+        v.turns.append(TurnView(e.turn_id, e.round, e.agent, e.kind, e.model, e.prompt, started_at=e.ts))
+        v.timeline.append(("turn", e.turn_id))
+
+
+def _token(v: DebateView, e: TokenReceived) -> None:
+    turn = v.turn(e.turn_id)
+    if turn is not None:
+        turn.text += e.text
+
+
+def _retried(v: DebateView, e: TurnRetried) -> None:
+    turn = v.turn(e.turn_id)
+    if turn is not None:
+        turn.text, turn.retries = "", turn.retries + 1
+
+
+def _turn_finished(v: DebateView, e: TurnFinished) -> None:
+    t: Turn = e.turn
+    view = v.turn(t.id)
+    if view is None:  # a turn inherited by a fork or shown again on resume
+        _turn_started(v, TurnStarted(t.id, t.round, t.agent, t.kind, t.model, t.prompt, ts=t.started_at))
+        view = v.turn(t.id)
+    view.text, view.status, view.seq, view.error = t.content, t.status, t.seq, t.error
+    view.answer, view.agreement, view.confidence = t.answer, t.agreement, t.confidence
+    view.prompt_tokens, view.completion_tokens, view.latency_s = t.prompt_tokens, t.completion_tokens, t.latency_s
+    usage = v.usage.setdefault(t.agent, AgentUsage())
+    usage.calls += 1
+    usage.prompt_tokens += t.prompt_tokens
+    usage.completion_tokens += t.completion_tokens
+    usage.seconds += t.latency_s
+
+
+def _vote(v: DebateView, e: VoteCast) -> None:
+    v.votes.append(e)
+
+
+def _attempt(v: DebateView, e: DecisionAttempted) -> None:
+    v.attempts.append(e)
+
+
+def _decision(v: DebateView, e: DecisionReached) -> None:
+    v.decision = e
+
+
+def _challenge(v: DebateView, e: ChallengeResult) -> None:
+    v.challenges.append(e)
+
+
+def _steer(v: DebateView, e: SteeringApplied) -> None:
+    v.steering.append(e)
+    v.timeline.append(("steer", e))
+
+
+def _error(v: DebateView, e: ErrorOccurred) -> None:
+    v.errors.append(e.message)
+
+
+def _finished(v: DebateView, e: DebateFinished) -> None:
+    v.status, v.finished_at, v.finish_reason = e.status, e.ts, e.reason
+    for turn in v.turns:
+        if turn.status == "streaming":
+            turn.status = "interrupted"
+
+
+_HANDLERS = {
+    DebateStarted: _started, PersonasAssigned: _personas, RoundStarted: _round, TurnStarted: _turn_started,
+    TokenReceived: _token, TurnRetried: _retried, TurnFinished: _turn_finished, VoteCast: _vote,
+    DecisionAttempted: _attempt, DecisionReached: _decision, ChallengeResult: _challenge, SteeringApplied: _steer,
+    ErrorOccurred: _error, DebateFinished: _finished,
+}

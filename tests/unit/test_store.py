@@ -1,0 +1,463 @@
+"""The SQLite store: schema and migrations, every event written and read back, FTS search,
+annotations, export/import, Markdown/CSV handouts, dead-process detection, no secrets."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mad_core.events import (
+    ChallengeResult,
+    DebateFinished,
+    DebateStarted,
+    DecisionAttempted,
+    DecisionReached,
+    ErrorOccurred,
+    PersonasAssigned,
+    RoundStarted,
+    SteeringApplied,
+    TokenReceived,
+    Turn,
+    TurnFinished,
+    TurnRetried,
+    TurnStarted,
+    VoteCast,
+)
+from mad_core.store import Store, default_db_path, madlab_home
+
+CONFIG = {
+    "question": "Which gas do plants absorb for photosynthesis?",
+    "agents": [{"label": "Agent 1", "model": "scripted/echo", "persona": ""},
+               {"label": "Agent 2", "model": "scripted/other", "persona": "A botanist."}],
+    "protocol": "simple_voting",
+    "paradigm": "memory",
+    "rounds": 1,
+    "max_rounds": 2,
+    "reference": "CO2",
+}
+
+
+def make_turn(seq: int, agent: str, content: str, *, round: int = 1, kind: str = "discussion", **extra) -> Turn:
+    return Turn(id=f"turn-{seq}", seq=seq, round=round, agent=agent, kind=kind, model="scripted/echo",
+                prompt=[{"role": "system", "content": "Debate."}, {"role": "user", "content": f"Q{seq}"}],
+                content=content, prompt_tokens=10 + seq, completion_tokens=5 + seq, latency_s=0.25,
+                first_token_s=0.05, started_at=1000.0 + seq, finished_at=1001.0 + seq, **extra)
+
+
+def run_debate(store: Store, debate_id: str = "a" * 32, config: dict | None = None) -> str:
+    """Record one complete debate with every kind of event the store keeps."""
+    store.create_debate(debate_id, config or CONFIG)
+    events = [
+        DebateStarted(debate_id=debate_id, config=config or CONFIG),
+        PersonasAssigned(personas={"Agent 1": "A chemist.", "Agent 2": "A botanist."}),
+        RoundStarted(round=1, order=["Agent 1", "Agent 2"]),
+        TurnStarted(turn_id="turn-0", round=1, agent="Agent 1", kind="discussion", model="scripted/echo", prompt=[]),
+        TokenReceived(turn_id="turn-0", agent="Agent 1", text="Plants"),
+        TurnRetried(turn_id="turn-0", agent="Agent 1", attempt=2, error="timeout"),
+        TurnFinished(turn=make_turn(0, "Agent 1", "Plants absorb carbon dioxide through stomata.",
+                                    answer="CO2", agreement=True, confidence=8)),
+        TurnFinished(turn=make_turn(1, "Agent 2", "Chlorophyll needs light; the gas is oxygen.",
+                                    answer="O2", agreement=False)),
+        TurnFinished(turn=make_turn(2, "Agent 2", "", kind="vote", status="failed", error="model crashed")),
+        VoteCast(round=1, agent="Agent 1", protocol="simple_voting", raw="I vote 1", ballot=0, valid=True),
+        VoteCast(round=1, agent="Agent 2", protocol="simple_voting", raw="hmm", ballot=None, valid=False,
+                 reason="no number", attempt=3),
+        DecisionAttempted(round=1, protocol="simple_voting", reached=False, reason="tie", scores=[1.0, 1.0],
+                          solutions=["CO2", "O2"], solution_agents=["Agent 1", "Agent 2"]),
+        SteeringApplied(action="message", targets=["Agent 2"], message="Check the light reactions."),
+        SteeringApplied(action="force_decision"),
+        DecisionReached(round=2, protocol="simple_voting", answer="CO2", winner_agent="Agent 1", winner_index=0,
+                        scores=[2.0, 0.0], solutions=["CO2", "O2"], solution_agents=["Agent 1", "Agent 2"],
+                        forced=True, fallback="first solution on a tie", details={"counts": {"0": 2}}),
+        ChallengeResult(agent="Agent 2", agrees=False, new_answer="O2"),
+        ChallengeResult(agent="Agent 1", agrees=None),
+        ErrorOccurred(message="Agent 2's vote failed", agent="Agent 2", turn_id="turn-2"),
+        DebateFinished(status="finished", answer="CO2", reason="forced"),
+    ]
+    for event in events:
+        store.record(event)
+    return debate_id
+
+
+def row_counts(store: Store) -> dict[str, int]:
+    return {name: store.db[name].count for name in
+            ("debates", "agents", "turns", "votes", "decisions", "challenges", "steering", "errors", "annotations")}
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "test.db") as s:
+        yield s
+
+
+# ----- schema -------------------------------------------------------------------------------
+def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
+    path = tmp_path / "empty.db"
+    store = Store(path)
+    assert store.applied_migrations() == ["m001_initial"]
+    db = store.db
+    assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
+            "errors", "annotations", "turns_fts", "annotations_fts"} <= set(db.table_names())
+    assert set(db["debates"].columns_dict) == {
+        "id", "question", "config", "protocol", "paradigm", "models", "status", "answer", "reference", "reason",
+        "parent_id", "forked_from_seq", "pid", "host", "created_at", "updated_at", "finished_at"}
+    assert db["debates"].pks == ["id"]
+    assert db["turns"].pks == ["id"] and db["turns"].columns_dict["id"] is int
+    assert set(Turn.__dataclass_fields__) - {"id"} <= set(db["turns"].columns_dict)
+    assert {"turn_id", "debate_id"} <= set(db["turns"].columns_dict)
+    assert any(ix.unique and ix.columns == ["debate_id", "turn_id"] for ix in db["turns"].indexes)
+    for table in ("turns", "votes", "decisions", "challenges", "steering", "errors", "annotations"):
+        assert any(ix.columns[0] == "debate_id" for ix in db[table].indexes), table
+    assert db["turns"].detect_fts() == "turns_fts" and db["annotations"].detect_fts() == "annotations_fts"
+    assert {"turns_ai", "turns_ad", "turns_au", "annotations_ai"} <= {t.name for t in db.triggers}
+    assert db.journal_mode == "wal"
+    store.close()
+    # Reopening applies nothing twice.
+    with Store(path) as again:
+        assert again.db["_migrations"].count == 1
+
+
+def test_default_path_is_under_madlab_home(madlab_home):
+    assert default_db_path() == madlab_home / "madlab.db"
+    with Store() as store:
+        assert store.path == madlab_home / "madlab.db"
+    assert (madlab_home / "madlab.db").exists()
+
+
+def test_madlab_home_defaults_to_dot_madlab(monkeypatch, tmp_path):
+    monkeypatch.delenv("MADLAB_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert madlab_home() == tmp_path / ".madlab" and madlab_home().is_dir()
+
+
+# ----- recording ----------------------------------------------------------------------------
+def test_every_event_is_recorded_and_read_back(store):
+    debate_id = run_debate(store)
+
+    debate = store.get_debate(debate_id)
+    assert debate["config"] == CONFIG
+    assert debate["status"] == "finished" and debate["answer"] == "CO2" and debate["reason"] == "forced"
+    assert debate["models"] == "scripted/echo,scripted/other"
+    assert debate["protocol"] == "simple_voting" and debate["paradigm"] == "memory"
+    assert debate["pid"] == os.getpid() and debate["host"] == socket.gethostname()
+    assert debate["finished_at"] is not None and debate["reference"] == "CO2"
+
+    assert [(a["label"], a["model"], a["persona"], a["position"]) for a in store.agents(debate_id)] == [
+        ("Agent 1", "scripted/echo", "A chemist.", 0), ("Agent 2", "scripted/other", "A botanist.", 1)]
+
+    turns = store.turns(debate_id)
+    assert turns == [
+        make_turn(0, "Agent 1", "Plants absorb carbon dioxide through stomata.", answer="CO2", agreement=True,
+                  confidence=8),
+        make_turn(1, "Agent 2", "Chlorophyll needs light; the gas is oxygen.", answer="O2", agreement=False),
+        make_turn(2, "Agent 2", "", kind="vote", status="failed", error="model crashed"),
+    ]
+
+    votes = store.votes(debate_id)
+    assert [(v["agent"], v["ballot"], v["valid"], v["reason"], v["attempt"], v["raw"]) for v in votes] == [
+        ("Agent 1", 0, True, None, 1, "I vote 1"), ("Agent 2", None, False, "no number", 3, "hmm")]
+
+    attempted, reached = store.decisions(debate_id)
+    assert (attempted["reached"], attempted["reason"], attempted["scores"], attempted["solution_agents"]) == (
+        False, "tie", [1.0, 1.0], ["Agent 1", "Agent 2"])
+    assert (reached["reached"], reached["answer"], reached["winner_agent"], reached["winner_index"]) == (
+        True, "CO2", "Agent 1", 0)
+    assert (reached["forced"], reached["fallback"], reached["details"], reached["round"]) == (
+        True, "first solution on a tie", {"counts": {"0": 2}}, 2)
+
+    assert [(c["agent"], c["agrees"], c["new_answer"]) for c in store.challenges(debate_id)] == [
+        ("Agent 2", False, "O2"), ("Agent 1", None, None)]
+    assert [(s["action"], s["targets"], s["message"]) for s in store.steering(debate_id)] == [
+        ("message", ["Agent 2"], "Check the light reactions."), ("force_decision", None, None)]
+    assert [(e["message"], e["turn_id"]) for e in store.errors(debate_id)] == [("Agent 2's vote failed", "turn-2")]
+
+
+def test_streaming_events_write_nothing(store):
+    debate_id = run_debate(store)
+    before = row_counts(store)
+    updated = store.get_debate(debate_id)["updated_at"]
+    for event in (RoundStarted(round=3, order=["Agent 1"]),
+                  TurnStarted(turn_id="x", round=3, agent="Agent 1", kind="discussion", model="m", prompt=[]),
+                  TokenReceived(turn_id="x", agent="Agent 1", text="tok"),
+                  TurnRetried(turn_id="x", agent="Agent 1", attempt=2, error="boom")):
+        store.record(event)
+    assert row_counts(store) == before
+    assert store.get_debate(debate_id)["updated_at"] == updated
+
+
+def test_a_finished_turn_is_committed_before_record_returns(store, tmp_path):
+    store.create_debate("d" * 32, CONFIG)
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "on disk already")))
+    with Store(tmp_path / "test.db") as reader:  # a second connection sees it at once
+        assert [t.content for t in reader.turns("d" * 32)] == ["on disk already"]
+    assert not store.db.conn.in_transaction
+
+
+def test_recording_a_turn_again_replaces_it_and_its_index_entry(store):
+    store.create_debate("d" * 32, CONFIG)
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "", status="interrupted")))
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "pelican answer")))
+    assert [(t.content, t.status) for t in store.turns("d" * 32)] == [("pelican answer", "ok")]
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "walrus answer")))
+    assert store.search_turns("pelican") == []
+    assert [r["content"] for r in store.search_turns("walrus")] == ["walrus answer"]
+
+
+def test_record_updates_updated_at(store):
+    store.create_debate("d" * 32, CONFIG)
+    store.db["debates"].update("d" * 32, {"updated_at": 1.0})
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "text")))
+    assert store.get_debate("d" * 32)["updated_at"] > 1.0
+
+
+def test_record_without_a_debate_is_refused(store):
+    with pytest.raises(ValueError, match="create_debate"):
+        store.record(TurnFinished(turn=make_turn(0, "Agent 1", "text")))
+
+
+def test_record_can_target_a_debate_explicitly(store):
+    store.create_debate("a" * 32, CONFIG)
+    store.create_debate("b" * 32, CONFIG)
+    store.record(VoteCast(round=1, agent="Agent 1", protocol="p", raw="1", ballot=0, valid=True), "a" * 32)
+    assert len(store.votes("a" * 32)) == 1 and store.votes("b" * 32) == []
+
+
+def test_debate_started_creates_an_unknown_debate_and_resumes_a_known_one(store):
+    store.record(DebateStarted(debate_id="e" * 32, config=CONFIG, parent_id="f" * 32))
+    debate = store.get_debate("e" * 32)
+    assert (debate["status"], debate["parent_id"], debate["config"]) == ("running", "f" * 32, CONFIG)
+    store.db["debates"].update("e" * 32, {"status": "interrupted", "pid": 1, "finished_at": 5.0})
+    store.record(DebateStarted(debate_id="e" * 32, config=CONFIG, resumed=True))
+    debate = store.get_debate("e" * 32)
+    assert (debate["status"], debate["pid"], debate["finished_at"]) == ("running", os.getpid(), None)
+
+
+def test_fork_keeps_parent_and_seq(store):
+    store.create_debate("c" * 32, CONFIG, parent_id="a" * 32, forked_from_seq=4)
+    debate = store.get_debate("c" * 32)
+    assert (debate["parent_id"], debate["forked_from_seq"]) == ("a" * 32, 4)
+
+
+def test_create_debate_twice_is_refused(store):
+    store.create_debate("a" * 32, CONFIG)
+    with pytest.raises(ValueError, match="already exists"):
+        store.create_debate("a" * 32, CONFIG)
+
+
+def test_set_status(store):
+    store.create_debate("a" * 32, CONFIG)
+    store.set_status("a" * 32, "stopped")
+    assert store.get_debate("a" * 32)["status"] == "stopped"
+    with pytest.raises(ValueError, match="unknown status"):
+        store.set_status("a" * 32, "paused-ish")
+
+
+def test_no_api_key_is_stored(store):
+    config = {**CONFIG, "openai_api_key": "sk-SECRET-1", "token": "SECRET-2", "api_key": "SECRET-3",
+              "agents": [{"label": "Agent 1", "model": "m", "max_tokens": 64, "api_key": "SECRET-4",
+                          "extra": {"hf_token": "SECRET-5", "apikey": "SECRET-6"}}]}
+    store.create_debate("a" * 32, config)
+    stored = store.get_debate("a" * 32)["config"]
+    assert stored == {**CONFIG, "agents": [{"label": "Agent 1", "model": "m", "max_tokens": 64, "extra": {}}]}
+    raw = store.db.execute("SELECT config FROM debates").fetchone()[0]
+    assert "SECRET" not in raw
+    # Imports are scrubbed too.
+    data = store.export_debate("a" * 32)
+    data["config"]["db_password"] = "SECRET-7"
+    new_id = store.import_debate(data, new_id=True)
+    assert "db_password" not in store.get_debate(new_id)["config"]
+
+
+# ----- reading and searching ----------------------------------------------------------------
+def test_list_debates_filters_and_orders_newest_first(store):
+    run_debate(store, "a" * 32)
+    store.create_debate("b" * 32, {**CONFIG, "question": "Is the sky green?", "protocol": "consensus"})
+    store.db["debates"].update("a" * 32, {"created_at": 100.0})
+    store.db["debates"].update("b" * 32, {"created_at": 200.0})
+    assert [d["id"] for d in store.list_debates()] == ["b" * 32, "a" * 32]
+    assert [d["id"] for d in store.list_debates(status="finished")] == ["a" * 32]
+    assert [d["id"] for d in store.list_debates(protocol="consensus")] == ["b" * 32]
+    assert [d["id"] for d in store.list_debates(limit=1)] == ["b" * 32]
+    assert [d["id"] for d in store.list_debates(search="stomata")] == ["a" * 32]  # turn text
+    assert [d["id"] for d in store.list_debates(search="sky green")] == ["b" * 32]  # question
+    assert store.list_debates(search="stomata", status="running") == []
+
+
+def test_search_turns_returns_turn_fields_and_a_snippet(store):
+    debate_id = run_debate(store)
+    results = store.search_turns("chlorophyll")
+    assert len(results) == 1
+    hit = results[0]
+    assert (hit["debate_id"], hit["turn_id"], hit["agent"], hit["seq"]) == (debate_id, "turn-1", "Agent 2", 1)
+    assert "Chlorophyll" in hit["snippet"]
+    long = "filler " * 100 + "needle in the haystack " + "filler " * 100
+    store.record(TurnFinished(turn=make_turn(9, "Agent 1", long)))
+    snippet = store.search_turns("needle")[0]["snippet"]
+    assert "needle" in snippet and len(snippet) < 200 and snippet.startswith("…") and snippet.endswith("…")
+    assert {r["turn_id"] for r in store.search_turns("Agent 1")} >= {"turn-0"}  # agent column is indexed too
+
+
+@pytest.mark.parametrize("query", ['"AND OR (', '"', "(", ")", "NEAR(", "*", "^", "-", "content:x", "a\"b",
+                                   "') OR 1=1 --", "\\", "\x00", "AND", "NOT", "   ", "", "🙂 é"])
+def test_hostile_search_strings_never_break_search(store, query):
+    run_debate(store)
+    assert isinstance(store.search_turns(query), list)
+    assert isinstance(store.list_debates(search=query), list)
+
+
+def test_operators_in_queries_are_plain_words(store):
+    store.create_debate("a" * 32, CONFIG)
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "cats OR dogs NOT birds")))
+    store.record(TurnFinished(turn=make_turn(1, "Agent 1", "only cats here")))
+    # Unquoted, "cats OR dogs" would match both turns; quoted, every word must appear.
+    assert [r["turn_id"] for r in store.search_turns("cats OR dogs")] == ["turn-0"]
+    assert [r["turn_id"] for r in store.search_turns("NOT birds")] == ["turn-0"]
+
+
+def test_find_debate_id_accepts_unique_prefixes(store):
+    store.create_debate("abc1" + "0" * 28, CONFIG)
+    store.create_debate("abc2" + "0" * 28, CONFIG)
+    assert store.find_debate_id("abc1") == "abc1" + "0" * 28
+    with pytest.raises(LookupError, match="ambiguous"):
+        store.find_debate_id("abc")
+    with pytest.raises(LookupError, match="no debate"):
+        store.find_debate_id("zzz")
+    with pytest.raises(LookupError, match="no debate"):
+        store.find_debate_id("%")  # LIKE wildcards are literal
+
+
+def test_delete_debate_removes_everything(store):
+    debate_id = run_debate(store)
+    store.annotate(debate_id, "turn-0", "keep")
+    store.delete_debate(debate_id)
+    assert all(count == 0 for count in row_counts(store).values())
+    assert store.search_turns("stomata") == []
+
+
+# ----- annotations --------------------------------------------------------------------------
+def test_annotations_are_stored_listed_searchable_and_deletable(store):
+    debate_id = run_debate(store)
+    first = store.annotate(debate_id, "turn-1", "hallucination", "oxygen is released, not absorbed")
+    store.annotate(debate_id, "turn-0", "good")
+    assert [(a["id"], a["turn_id"], a["tag"], a["note"]) for a in store.annotations(debate_id)] == [
+        (first, "turn-1", "hallucination", "oxygen is released, not absorbed"), (first + 1, "turn-0", "good", "")]
+    assert [d["id"] for d in store.list_debates(search="hallucination")] == [debate_id]
+    assert [d["id"] for d in store.list_debates(search="released")] == [debate_id]
+    store.delete_annotation(first)
+    assert store.list_debates(search="hallucination") == []
+    assert [a["tag"] for a in store.annotations(debate_id)] == ["good"]
+    with pytest.raises(ValueError):
+        store.annotate(debate_id, "turn-0", "  ")
+
+
+# ----- export / import / handouts -----------------------------------------------------------
+def test_export_import_round_trip(store, tmp_path):
+    debate_id = run_debate(store)
+    store.annotate(debate_id, "turn-1", "wrong", "oxygen")
+    exported = store.export_debate(debate_id)
+    assert exported["format"] == "madlab-debate" and exported["version"] == 1
+    assert exported["config"] == CONFIG and len(exported["turns"]) == 3
+    assert {k: len(exported[k]) for k in ("agents", "votes", "decisions", "challenges", "steering", "errors",
+                                          "annotations")} == {
+        "agents": 2, "votes": 2, "decisions": 2, "challenges": 2, "steering": 2, "errors": 1, "annotations": 1}
+
+    with Store(tmp_path / "other.db") as other:
+        assert other.import_debate(exported) == debate_id
+        assert other.export_debate(debate_id) == exported
+        assert other.turns(debate_id) == store.turns(debate_id)
+
+    copy_id = store.import_debate(exported, new_id=True)
+    assert copy_id != debate_id
+    copy = store.export_debate(copy_id)
+    assert copy["debate"].pop("id") == copy_id
+    exported["debate"].pop("id")
+    assert copy == exported
+    assert {d["id"] for d in store.list_debates(search="oxygen")} == {copy_id, debate_id}
+
+
+def test_import_refuses_duplicates_and_foreign_data(store):
+    debate_id = run_debate(store)
+    data = store.export_debate(debate_id)
+    with pytest.raises(ValueError, match="already exists"):
+        store.import_debate(data)
+    with pytest.raises(ValueError, match="not a MAD Lab"):
+        store.import_debate({"format": "something-else"})
+    with pytest.raises(ValueError, match="version"):
+        store.import_debate({**data, "version": 99}, new_id=True)
+    assert store.db["debates"].count == 1
+
+
+def test_markdown_handout_contains_the_debate(store):
+    debate_id = run_debate(store)
+    store.annotate(debate_id, "turn-1", "wrong", "oxygen is an output")
+    md = store.to_markdown(debate_id)
+    assert md.startswith("# Which gas do plants absorb for photosynthesis?")
+    for text in ("Plants absorb carbon dioxide through stomata.", "Chlorophyll needs light; the gas is oxygen.",
+                 "## Round 1", "## Round 2", "### Agent 1 · discussion", "### Agent 2 · vote",
+                 "failed: model crashed", "**Answer:** CO2", "- Agent 1: 0", "invalid: no number",
+                 "**No decision (simple_voting):** tie", "**Decision (simple_voting) (forced):** CO2 — Agent 1",
+                 "**Agent 2:** scripted/other — A botanist.", "**Reference answer:** CO2",
+                 "**Final answer:** CO2", "> **wrong**: oxygen is an output", "Agent 2: challenges — proposes O2",
+                 "message → Agent 2: Check the light reactions."):
+        assert text in md, text
+    assert md.index("Plants absorb") < md.index("Chlorophyll") < md.index("## Round 2")
+    assert "<" not in md  # no HTML of our own
+
+
+def test_markdown_keeps_model_text_as_is(store):
+    store.create_debate("a" * 32, CONFIG)
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "x < y and <b>bold</b>")))
+    assert "x < y and <b>bold</b>" in store.to_markdown("a" * 32)
+
+
+def test_csv_has_one_row_per_turn(store):
+    debate_id = run_debate(store)
+    store.annotate(debate_id, "turn-0", "good", "cites stomata")
+    store.annotate(debate_id, "turn-0", "short")
+    rows = list(csv.DictReader(io.StringIO(store.to_csv(debate_id))))
+    assert [r["seq"] for r in rows] == ["0", "1", "2"]
+    assert rows[0]["content"] == "Plants absorb carbon dioxide through stomata."
+    assert (rows[0]["agent"], rows[0]["kind"], rows[0]["status"], rows[0]["answer"]) == (
+        "Agent 1", "discussion", "ok", "CO2")
+    assert (rows[0]["prompt_tokens"], rows[0]["completion_tokens"], rows[0]["latency_s"]) == ("10", "5", "0.25")
+    assert rows[0]["annotations"] == "good: cites stomata; short: "
+    assert rows[2]["status"] == "failed" and rows[1]["annotations"] == ""
+
+
+# ----- dead processes -----------------------------------------------------------------------
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # exited and reaped: nothing runs under this pid now
+    return proc.pid
+
+
+def test_running_debates_of_dead_processes_become_interrupted(store, tmp_path):
+    now = time.time()
+    for debate_id, values in {
+        "dead" + "0" * 28: {"pid": dead_pid()},
+        "live" + "0" * 28: {"pid": os.getpid()},
+        "gone" + "0" * 28: {"host": "elsewhere", "updated_at": now - 3600},
+        "away" + "0" * 28: {"host": "elsewhere", "updated_at": now},
+        "done" + "0" * 28: {"pid": dead_pid(), "status": "finished"},
+    }.items():
+        store.create_debate(debate_id, CONFIG)
+        store.db["debates"].update(debate_id, values)
+    assert sorted(store.mark_dead_interrupted()) == ["dead" + "0" * 28, "gone" + "0" * 28]
+    status = {d["id"][:4]: d["status"] for d in store.list_debates()}
+    assert status == {"dead": "interrupted", "live": "running", "gone": "interrupted", "away": "running",
+                      "done": "finished"}
+    assert store.mark_dead_interrupted() == []
+
+
+def test_opening_a_store_marks_dead_debates(tmp_path):
+    with Store(tmp_path / "x.db") as store:
+        store.create_debate("a" * 32, CONFIG)
+        store.db["debates"].update("a" * 32, {"pid": dead_pid()})
+    with Store(tmp_path / "x.db") as store:
+        assert store.get_debate("a" * 32)["status"] == "interrupted"
