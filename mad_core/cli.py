@@ -38,7 +38,7 @@ from .events import (
     TurnStarted,
     VoteCast,
 )
-from .store import Store, format_time
+from .store import STANCES, Store, describe_ballot, format_time
 
 EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
 # `run` flags that set the config field of the same name.
@@ -96,13 +96,20 @@ def _agents_from_flags(agents: Any, count: int | None, model: str | None) -> Any
 
 # ----- printing events -----------------------------------------------------------------------
 class Printer:
-    """Writes a debate's events to a terminal as they arrive; tokens stream under agent labels."""
+    """Writes a debate's events to a terminal as they arrive; tokens stream under agent labels.
+
+    Agents that speak at the same time would interleave their tokens, so one turn streams
+    live while the others are buffered and shown, in start order, as soon as it ends.
+    """
 
     def __init__(self, out: TextIO):
         self.out = out
-        self.current: str | None = None  # turn whose text is being written on the current line
         self.labels: dict[str, str] = {}  # turn id -> "[Agent 1] " label
-        self.streamed: set[str] = set()
+        self.active: str | None = None  # the turn streaming to the terminal
+        self.waiting: dict[str, list[str]] = {}  # turns waiting for the terminal (start order): text so far
+        self.done: set[str] = set()  # turns that finished
+        self.streamed: set[str] = set()  # turns whose text arrived as tokens
+        self.open_line: str | None = None  # turn whose text ends the current, unfinished line
         self.handlers: dict[type[Event], Callable[[Any], None]] = {
             DebateStarted: self.debate_started,
             PersonasAssigned: self.personas,
@@ -126,55 +133,97 @@ class Printer:
             handler(event)
             self.out.flush()
 
-    def _enter_turn(self, turn_id: str, agent: str) -> None:
-        if self.current != turn_id:
-            self.out.write("\n" + self.labels.get(turn_id, f"[{agent}] "))
-            self.current = turn_id
+    # -- terminal lines ----------------------------------------------------------------------
+    def _end_line(self) -> None:
+        if self.open_line is not None:
+            self.out.write("\n")
+            self.open_line = None
 
     def _line(self, text: str) -> None:
-        if self.current is not None:
-            self.out.write("\n")
-            self.current = None
+        self._end_line()
         self.out.write(text + "\n")
 
+    def _show(self, turn_id: str, text: str) -> None:
+        """Write text of the active turn, starting a labelled line when needed."""
+        if self.open_line != turn_id:
+            self._end_line()
+            self.out.write("\n" + self.labels[turn_id])
+            self.open_line = turn_id
+        self.out.write(text)
+
+    # -- turns ---------------------------------------------------------------------------------
+    def _enter(self, turn_id: str, agent: str, kind: str = "discussion") -> None:
+        """Note a turn (once): it streams live if the terminal is free, else it waits."""
+        if turn_id in self.labels:
+            return
+        self.labels[turn_id] = f"[{agent}] " + ("" if kind in PLAIN_KINDS else f"({kind}) ")
+        if self.active is None:
+            self.active = turn_id
+            self._show(turn_id, "")
+        else:
+            self.waiting[turn_id] = []
+
+    def _text(self, turn_id: str, text: str) -> None:
+        if turn_id == self.active:
+            self._show(turn_id, text)
+        else:
+            self.waiting[turn_id].append(text)
+
+    def _next(self) -> None:
+        """The active turn ended: show the waiting ones in start order, live from the first unfinished."""
+        self._end_line()
+        self.active = None
+        while self.waiting:
+            turn_id = next(iter(self.waiting))
+            self.active = turn_id
+            self._show(turn_id, "".join(self.waiting.pop(turn_id)))
+            if turn_id not in self.done:
+                return
+            self._end_line()
+            self.active = None
+
+    def turn_started(self, e: TurnStarted) -> None:
+        self._enter(e.turn_id, e.agent, e.kind)
+
+    def token(self, e: TokenReceived) -> None:
+        self._enter(e.turn_id, e.agent)
+        self.streamed.add(e.turn_id)
+        self._text(e.turn_id, e.text)
+
+    def turn_retried(self, e: TurnRetried) -> None:
+        self._enter(e.turn_id, e.agent)
+        self.streamed.discard(e.turn_id)  # the text so far is discarded
+        if e.turn_id in self.waiting:
+            self.waiting[e.turn_id].clear()
+        self._text(e.turn_id, f" [retrying, attempt {e.attempt}: {e.error}]")
+
+    def turn_finished(self, e: TurnFinished) -> None:
+        turn = e.turn
+        self._enter(turn.id, turn.agent, turn.kind)
+        if turn.id not in self.streamed and turn.content:
+            self._text(turn.id, turn.content)
+        if turn.status != "ok":
+            self._text(turn.id, f" [{turn.status}: {turn.error or 'no detail'}]")
+        self.done.add(turn.id)
+        if turn.id == self.active:
+            self._next()
+
+    # -- everything else -----------------------------------------------------------------------
     def debate_started(self, e: DebateStarted) -> None:
         verb = "resumed" if e.resumed else "started"
         self._line(f"Debate {e.debate_id} {verb}: {e.config.get('question', '')}")
 
     def personas(self, e: PersonasAssigned) -> None:
         for label, persona in e.personas.items():
-            self._line(f"  {label}: {persona}")
+            if persona:
+                self._line(f"  {label}: {persona}")
 
     def round_started(self, e: RoundStarted) -> None:
         self._line(f"\n=== Round {e.round} ({', '.join(e.order)}) ===")
 
-    def turn_started(self, e: TurnStarted) -> None:
-        self.labels[e.turn_id] = f"[{e.agent}] " + ("" if e.kind in PLAIN_KINDS else f"({e.kind}) ")
-        self._enter_turn(e.turn_id, e.agent)
-
-    def token(self, e: TokenReceived) -> None:
-        self._enter_turn(e.turn_id, e.agent)
-        self.out.write(e.text)
-        self.streamed.add(e.turn_id)
-
-    def turn_retried(self, e: TurnRetried) -> None:
-        self.streamed.discard(e.turn_id)
-        self._line(f"  (retrying {e.agent}, attempt {e.attempt}: {e.error})")
-
-    def turn_finished(self, e: TurnFinished) -> None:
-        turn = e.turn
-        if turn.id not in self.streamed and turn.content:
-            self._enter_turn(turn.id, turn.agent)
-            self.out.write(turn.content)
-        if turn.status != "ok":
-            self._enter_turn(turn.id, turn.agent)
-            self.out.write(f" [{turn.status}: {turn.error or 'no detail'}]")
-        if self.current == turn.id:
-            self._line("")
-
     def vote(self, e: VoteCast) -> None:
-        verdict = "" if e.valid else f" (invalid: {e.reason or 'unparseable'})"
-        self._line(f"  vote {e.agent}: {json.dumps(e.ballot, ensure_ascii=False)}{verdict}")
+        verdict = "" if e.valid else f"invalid ({e.reason or 'unparseable'})"
+        self._line(f"  vote {e.agent}: {verdict or describe_ballot(e.ballot)}")
 
     def decision_attempted(self, e: DecisionAttempted) -> None:
         if not e.reached:
@@ -188,8 +237,7 @@ class Printer:
             self._line(f"   fallback: {e.fallback}")
 
     def challenge(self, e: ChallengeResult) -> None:
-        stance = {True: "agrees", False: "challenges", None: "no clear stance"}[e.agrees]
-        self._line(f"  {e.agent} {stance}" + (f": proposes {e.new_answer}" if e.new_answer else ""))
+        self._line(f"  {e.agent} {STANCES[e.agrees]}" + (f": proposes {e.new_answer}" if e.new_answer else ""))
 
     def steering(self, e: SteeringApplied) -> None:
         targets = f" -> {', '.join(e.targets)}" if e.targets else ""

@@ -399,6 +399,8 @@ class DebateEngine:
         return turn
 
     def _finish_turn(self, turn: Turn, reused: bool = False, on_done=None) -> None:
+        if not turn.started_at and not reused:
+            return  # stopped before it began: nothing was said, nothing to keep
         self.turns.append(turn)
         if reused and self.parent_id is None:
             self._push(TurnFinished(turn))  # already on disk (resume): show it, don't store it twice

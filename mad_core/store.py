@@ -65,12 +65,14 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
 BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
     "turns": ("agreement",),
     "votes": ("valid",),
-    "decisions": ("reached", "forced"),
+    "decisions": ("reached", "final", "forced"),
     "challenges": ("agrees",),
 }
 # Tables that hang off a debate (besides turns), in export order.
 CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "errors", "annotations")
 
+# What a resumed debate recomputes from its stored turns.
+DERIVED_TABLES = ("votes", "decisions", "challenges")
 # Config keys that may hold a secret: api_key, openai_api_key, apikey, token, hf_token, secret...
 _SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.IGNORECASE)
 
@@ -125,7 +127,8 @@ def m001_initial(db: Database) -> None:
     event_tables: dict[str, dict[str, Any]] = {
         "votes": {"round": int, "agent": str, "protocol": str, "raw": str, "ballot": str, "valid": int,
                   "reason": str, "attempt": int, "ts": float},
-        "decisions": {"round": int, "protocol": str, "reached": int, "answer": str, "winner_agent": str,
+        # One row per DecisionAttempted (final=0) and per DecisionReached (final=1, reached=1).
+        "decisions": {"round": int, "protocol": str, "reached": int, "final": int, "answer": str, "winner_agent": str,
                       "winner_index": int, "scores": str, "solutions": str, "solution_agents": str,
                       "forced": int, "fallback": str, "reason": str, "details": str, "ts": float},
         "challenges": {"agent": str, "agrees": int, "new_answer": str, "ts": float},
@@ -217,6 +220,17 @@ def format_time(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
 
 
+# How a ChallengeResult's `agrees` reads.
+STANCES = {True: "agrees", False: "challenges", None: "takes no clear stance"}
+
+
+def describe_ballot(ballot: Any) -> str:
+    """A ballot for people: a single 0-based index reads "solution N" (1-based), others as JSON."""
+    if isinstance(ballot, int) and not isinstance(ballot, bool):
+        return f"solution {ballot + 1}"
+    return json.dumps(ballot, ensure_ascii=False)
+
+
 def _strip_ids(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k not in ("id", "debate_id")}
 
@@ -243,7 +257,7 @@ class Store:
             PersonasAssigned: self._on_personas,
             TurnFinished: self._on_turn,
             VoteCast: partial(self._insert_event, "votes"),
-            DecisionAttempted: partial(self._insert_event, "decisions"),
+            DecisionAttempted: partial(self._insert_event, "decisions", final=False),
             DecisionReached: self._on_decision_reached,
             ChallengeResult: partial(self._insert_event, "challenges"),
             SteeringApplied: partial(self._insert_event, "steering"),
@@ -333,6 +347,12 @@ class Store:
                 self._update_debate(debate_id, status="interrupted")
         return dead
 
+    def reset_derived(self, debate_id: str) -> None:
+        """Forget votes, decisions and challenges before a resume replays them from the turns."""
+        with self.db.atomic():
+            for table in DERIVED_TABLES:
+                self.db[table].delete_where("debate_id = ?", [debate_id])
+
     def delete_debate(self, debate_id: str) -> None:
         with self.db.atomic():
             for table in ("turns", *CHILD_TABLES):
@@ -372,7 +392,7 @@ class Store:
         self._insert(table, {**dataclasses.asdict(event), **extra, "debate_id": debate_id})
 
     def _on_decision_reached(self, event: DecisionReached, debate_id: str) -> None:
-        self._insert_event("decisions", event, debate_id, reached=True)
+        self._insert_event("decisions", event, debate_id, reached=True, final=True)
         self._update_debate(debate_id, answer=event.answer)
 
     def _on_finished(self, event: DebateFinished, debate_id: str) -> None:
@@ -554,20 +574,20 @@ class Store:
             votes = [v for v in data["votes"] if v["round"] == number]
             if votes:
                 lines += ["", "**Votes**", ""]
-                lines += [f"- {v['agent']}: {json.dumps(v['ballot'], ensure_ascii=False)}"
-                          + ("" if v["valid"] else f" (invalid: {v.get('reason') or 'unparseable'})") for v in votes]
+                lines += [f"- {v['agent']}: " + (describe_ballot(v["ballot"]) if v["valid"]
+                                                 else f"invalid ({v.get('reason') or 'unparseable'})") for v in votes]
             for d in (d for d in data["decisions"] if d["round"] == number):
-                if d["reached"]:
+                if d["final"]:
                     winner = f" — {d['winner_agent']}" if d.get("winner_agent") else ""
                     how = " (forced)" if d.get("forced") else ""
                     lines += ["", f"**Decision ({d['protocol']}){how}:** {d['answer']}{winner}"]
                     if d.get("fallback"):
                         lines.append(f"Fallback: {d['fallback']}")
-                else:
+                elif not d["reached"]:
                     lines += ["", f"**No decision ({d['protocol']}):** {d.get('reason') or ''}"]
         if data["challenges"]:
             lines += ["", "## Challenges", ""]
-            lines += [f"- {c['agent']}: " + {True: "agrees", False: "challenges", None: "no clear stance"}[c["agrees"]]
+            lines += [f"- {c['agent']} {STANCES[c['agrees']]}"
                       + (f" — proposes {c['new_answer']}" if c.get("new_answer") else "") for c in data["challenges"]]
         if data["steering"]:
             lines += ["", "## Steering", ""]

@@ -16,3 +16,60 @@ def madlab_home(tmp_path, monkeypatch):
     home = tmp_path / "madlab-home"
     monkeypatch.setenv("MADLAB_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def script():
+    """Register a scripted model through litellm's provider map; returns (model name, Script).
+
+    `script(replies, **options)`: replies as in mad_core.models.scripted.Script. Unregistered after the test.
+    """
+    import uuid
+
+    from mad_core.models import ensure_registered
+    from mad_core.models.scripted import Script, register_script, unregister_script
+
+    ensure_registered()
+    names: list[str] = []
+
+    def make(replies, name: str | None = None, **options):
+        name = name or f"test-{uuid.uuid4().hex[:8]}"
+        names.append(name)
+        return f"scripted/{name}", register_script(name, Script(replies=replies, **options))
+
+    yield make
+    for name in names:
+        unregister_script(name)
+
+
+def role_replies(answers: dict[str, str] | None = None, votes=None, default_answer: str = "Paris", **by_kind):
+    """A scripted reply function that answers like a well-behaved debater for each kind of turn.
+
+    answers: agent -> final answer (discussion turns end with `Final answer: X`).
+    votes: agent -> vote text, or a function (agent, round, call_index) -> text.
+    by_kind: kind -> text or function (messages, metadata) -> text, overriding the defaults.
+    """
+    answers = answers or {}
+
+    def reply(messages, info):
+        meta = info["metadata"]
+        kind, agent = meta["kind"], meta["agent"]
+        if kind in by_kind:
+            value = by_kind[kind]
+            return value(messages, meta) if callable(value) else value
+        if kind == "vote":
+            if callable(votes):
+                return votes(agent, meta["round"], info["call_index"])
+            return (votes or {}).get(agent, "1")
+        answer = answers.get(agent, default_answer)
+        if kind == "extraction":
+            return answer
+        return f"My reasoning as {agent}.\nFinal answer: {answer}"
+
+    return reply
+
+
+@pytest.fixture
+def roles():
+    """The `role_replies` factory, as a fixture."""
+    return role_replies

@@ -292,7 +292,7 @@ def _redact(text: str) -> str:
     for name, value in os.environ.items():
         if len(value) >= 8 and _SECRET_ENV.search(name):
             text = text.replace(value, "[REDACTED]")
-    return re.sub(r"\b(sk|gsk|xai|AIza)[-_]?[A-Za-z0-9_\-]{16,}", "[REDACTED]", text)
+    return re.sub(r"\b(?:sk|gsk|xai)-[A-Za-z0-9_\-]{16,}|\bAIza[A-Za-z0-9_\-]{35}", "[REDACTED]", text)
 
 
 def _describe(exc: BaseException) -> str:
@@ -330,9 +330,6 @@ def _stream_once(model, messages, options, on_token, should_stop, started) -> _A
     chunks = iter(stream)
     try:
         while True:
-            if should_stop is not None and should_stop():
-                attempt.interrupted = True
-                break
             try:
                 chunk = next(chunks)
             except StopIteration:
@@ -342,12 +339,18 @@ def _stream_once(model, messages, options, on_token, should_stop, started) -> _A
                 break
             attempt.usage = getattr(chunk, "usage", None) or attempt.usage
             piece = chunk.choices[0].delta.content if chunk.choices else None
-            if piece:
-                if attempt.first_token_s is None:
-                    attempt.first_token_s = time.perf_counter() - started
-                parts.append(piece)
-                if on_token is not None:
-                    on_token(piece)
+            if not piece:
+                continue
+            if attempt.first_token_s is None:
+                attempt.first_token_s = time.perf_counter() - started
+            # Asked before a piece is delivered, so nothing reaches the caller after a stop
+            # (and a should_stop that blocks while paused holds the piece back until resume).
+            if should_stop is not None and should_stop():
+                attempt.interrupted = True
+                break
+            parts.append(piece)
+            if on_token is not None:
+                on_token(piece)
     finally:
         _close_stream(stream)
         attempt.text = "".join(parts)
@@ -399,9 +402,9 @@ def call_model(
 ) -> CallResult:
     """Stream one chat completion through litellm and return what happened.
 
-    ``on_token(piece)`` gets every non-empty streamed piece; ``should_stop()`` is checked
-    between pieces (and before each attempt) and, when true, ends the call with status
-    "interrupted" and the partial text. Transient failures (timeouts, rate limits,
+    ``on_token(piece)`` gets every non-empty streamed piece; ``should_stop()`` is asked
+    before each attempt and before each piece is delivered and, when true, ends the call
+    with status "interrupted" and the text delivered so far (the piece in hand is dropped). Transient failures (timeouts, rate limits,
     connection and 5xx errors, an empty reply) are retried up to ``retry.max_attempts``
     with ``sleep(min(base_delay * 2**k, max_delay))`` between attempts;
     ``on_retry(failed_attempt_number, error_text)`` is called before each retry (1 for the

@@ -164,10 +164,10 @@ def test_every_event_is_recorded_and_read_back(store):
         ("Agent 1", 0, True, None, 1, "I vote 1"), ("Agent 2", None, False, "no number", 3, "hmm")]
 
     attempted, reached = store.decisions(debate_id)
-    assert (attempted["reached"], attempted["reason"], attempted["scores"], attempted["solution_agents"]) == (
-        False, "tie", [1.0, 1.0], ["Agent 1", "Agent 2"])
-    assert (reached["reached"], reached["answer"], reached["winner_agent"], reached["winner_index"]) == (
-        True, "CO2", "Agent 1", 0)
+    assert (attempted["reached"], attempted["final"], attempted["reason"], attempted["scores"],
+            attempted["solution_agents"]) == (False, False, "tie", [1.0, 1.0], ["Agent 1", "Agent 2"])
+    assert (reached["reached"], reached["final"], reached["answer"], reached["winner_agent"],
+            reached["winner_index"]) == (True, True, "CO2", "Agent 1", 0)
     assert (reached["forced"], reached["fallback"], reached["details"], reached["round"]) == (
         True, "first solution on a tie", {"counts": {"0": 2}}, 2)
 
@@ -400,10 +400,10 @@ def test_markdown_handout_contains_the_debate(store):
     assert md.startswith("# Which gas do plants absorb for photosynthesis?")
     for text in ("Plants absorb carbon dioxide through stomata.", "Chlorophyll needs light; the gas is oxygen.",
                  "## Round 1", "## Round 2", "### Agent 1 · discussion", "### Agent 2 · vote",
-                 "failed: model crashed", "**Answer:** CO2", "- Agent 1: 0", "invalid: no number",
+                 "failed: model crashed", "**Answer:** CO2", "- Agent 1: solution 1", "- Agent 2: invalid (no number)",
                  "**No decision (simple_voting):** tie", "**Decision (simple_voting) (forced):** CO2 — Agent 1",
                  "**Agent 2:** scripted/other — A botanist.", "**Reference answer:** CO2",
-                 "**Final answer:** CO2", "> **wrong**: oxygen is an output", "Agent 2: challenges — proposes O2",
+                 "**Final answer:** CO2", "> **wrong**: oxygen is an output", "- Agent 2 challenges — proposes O2", "- Agent 1 takes no clear stance",
                  "message → Agent 2: Check the light reactions."):
         assert text in md, text
     assert md.index("Plants absorb") < md.index("Chlorophyll") < md.index("## Round 2")

@@ -1,0 +1,93 @@
+"""Page setup and small shared helpers: the store, the session's owner id, colors, escaping.
+
+What it must not do: run a debate, call a model, or render model text as HTML.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+import streamlit as st
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not stall on the network
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from mad_core.store import Store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEBATE_PAGE = "app.py"
+
+# One color per agent position: markdown color name, avatar, hex for the plots.
+PALETTE = [
+    ("blue", "🟦", "#1f77b4"),
+    ("green", "🟩", "#2ca02c"),
+    ("orange", "🟧", "#ff7f0e"),
+    ("red", "🟥", "#d62728"),
+    ("violet", "🟪", "#9467bd"),
+    ("gray", "⬛", "#555555"),
+    ("yellow", "🟨", "#bcbd22"),
+    ("orange", "🟫", "#8c564b"),
+]
+JUDGE_STYLE = ("gray", "⚖️", "#7f7f7f")
+MODERATOR_AVATAR = "📣"
+
+# Session-state keys shared between pages (plain values, not widgets).
+DEBATE_ID = "debate_id"  # the debate this browser session watches on the Debate page
+FORK_REQUEST = "fork_request"  # {"parent_id", "seq", "turn_index", "config"} set by the Transcripts page
+OPEN_DEBATE = "open_debate"  # the debate opened on the Transcripts page
+
+
+def page_setup(title: str) -> None:
+    """Common page config, CSS and the form-state keeper. Call first on every page."""
+    st.set_page_config(page_title=f"MAD Lab · {title}", page_icon="🗣️", layout="wide")
+    css = ROOT / "assets" / "style.css"
+    if css.exists():
+        st.html(f"<style>{css.read_text(encoding='utf-8')}</style>")  # our own file, never user text
+    from .forms import keep_form_state
+
+    keep_form_state()
+
+
+def owner_id() -> str:
+    """A stable id for this browser session (the `owner` of debates it starts)."""
+    if "owner_id" not in st.session_state:
+        st.session_state["owner_id"] = uuid.uuid4().hex
+    return st.session_state["owner_id"]
+
+
+def open_store() -> Store:
+    """A Store for the current thread (SQLite connections must not cross threads)."""
+    return Store()
+
+
+def agent_style(label: str, labels: list[str]) -> tuple[str, str, str]:
+    """(markdown color, avatar, hex) for an agent: stable by its position in the config."""
+    if label == "judge":
+        return JUDGE_STYLE
+    if label in labels:
+        return PALETTE[labels.index(label) % len(PALETTE)]
+    return PALETTE[sum(map(ord, label)) % len(PALETTE)]
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:])")
+
+
+def md_escape(text: str) -> str:
+    """Escape markdown so a label, persona or short answer shows literally inside markup."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text or "")).replace("\n", " ")
+
+
+def short(text: str | None, limit: int = 80) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def id8(debate_id: str) -> str:
+    return debate_id[:8]
+
+
+def when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"

@@ -1,0 +1,354 @@
+"""The debate form: widgets keyed by the UI contract, presets, validation errors, Start.
+
+The form's state lives in `st.session_state` under the widget keys (never passed as `value=`),
+so presets and forks fill it by writing those keys before the widgets are drawn. Validation is
+the engine's (`DebateConfig.from_dict`); a `ConfigError` is shown right under the field it
+names, inside a container keyed `error_<widget key>`, and nothing starts.
+What it must not do: run a debate in the script (Start hands the config to `mad_core.live`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+import yaml
+
+from mad_core import live, prompts, registry
+from mad_core.config import AgentConfig, ConfigError, DebateConfig
+from mad_core.models import DEFAULT_MODEL, call_model, known_models
+
+from .common import DEBATE_ID, FORK_REQUEST, ROOT, id8, open_store, owner_id
+
+PRESET_DIR = ROOT / "assets" / "presets"
+MAX_AGENTS = 8
+FORM_ERROR = "form_error"  # session key: (widget key, message) of the last ConfigError
+PERSONA_ERROR = "persona_error"
+FORM_EXTRA = "form_extra"  # config fields a preset or fork set that the form does not show
+
+_DEFAULTS = DebateConfig(question="x")
+_AGENT = AgentConfig(label="x")
+# Widget key -> config field, for the debate-level settings (agents are handled apart).
+FIELD_KEYS = {
+    "question": "question", "task": "task", "reference": "reference", "paradigm": "paradigm",
+    "response_generator": "response_generator", "tit_for_tat": "tit_for_tat", "protocol": "protocol",
+    "consensus_threshold": "consensus_threshold", "cumulative_points": "cumulative_points", "rounds": "rounds",
+    "max_rounds": "max_rounds", "judge_model": "judge_model", "ordering": "ordering", "aad": "all_agents_drafting",
+    "memory_window": "memory_window", "confidence": "confidence", "confidence_visible": "confidence_visible",
+    "challenge": "challenge", "seed": "seed", "extract_final_answers": "extract_final_answers",
+    "judge_adaptive_break": "judge_adaptive_break", "debate_subrounds": "debate_subrounds",
+    "vote_retries": "vote_retries", "auto_personas": "auto_personas",
+}
+AGENT_KEYS = {"label": "agent_label_{i}", "model": "agent_model_{i}", "persona": "agent_persona_{i}",
+              "temperature": "agent_temp_{i}"}
+TFT_NONE = -1  # the tit-for-tat selectbox's "None" (a None option would read as "nothing chosen")
+
+
+def _agent_defaults(i: int) -> dict[str, Any]:
+    return {"label": f"Agent {i + 1}", "model": DEFAULT_MODEL, "persona": "", "temperature": _AGENT.temperature}
+
+
+def form_defaults() -> dict[str, Any]:
+    """Every form key with its starting value (the engine's defaults; question empty)."""
+    state: dict[str, Any] = {key: getattr(_DEFAULTS, name) for key, name in FIELD_KEYS.items()}
+    state.update(question="", reference="", judge_model="", tit_for_tat=TFT_NONE, preset="", n_agents=3,
+                 max_tokens=_AGENT.max_tokens)
+    for i in range(MAX_AGENTS):
+        for name, pattern in AGENT_KEYS.items():
+            state[pattern.format(i=i)] = _agent_defaults(i)[name]
+    return state
+
+
+def form_keys() -> list[str]:
+    return list(form_defaults())
+
+
+def keep_form_state() -> None:
+    """Keep the form's values while another page is shown (Streamlit drops unrendered widgets' state)."""
+    for key, value in form_defaults().items():
+        st.session_state[key] = st.session_state.get(key, value)
+
+
+# ----- config <-> form ------------------------------------------------------------------------
+def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
+    """Form values for a config dict (unknown-to-the-form fields are returned under FORM_EXTRA)."""
+    state = form_defaults()
+    shown = set(FIELD_KEYS.values()) | {"agents"}
+    for key, name in FIELD_KEYS.items():
+        if name in config:
+            state[key] = config[name]
+    state["reference"] = config.get("reference") or ""
+    state["judge_model"] = config.get("judge_model") or ""
+    state["tit_for_tat"] = TFT_NONE if config.get("tit_for_tat") is None else config["tit_for_tat"]
+    agents = config.get("agents") or [dataclasses.asdict(a) for a in _DEFAULTS.agents]
+    agents = [a if isinstance(a, dict) else dataclasses.asdict(a) for a in agents][:MAX_AGENTS]
+    state["n_agents"] = max(1, len(agents))
+    for i, agent in enumerate(agents):
+        for name, pattern in AGENT_KEYS.items():
+            state[pattern.format(i=i)] = agent.get(name, _agent_defaults(i)[name])
+    if agents:
+        state["max_tokens"] = agents[0].get("max_tokens", _AGENT.max_tokens)
+    state[FORM_EXTRA] = {k: v for k, v in config.items() if k not in shown}
+    return state
+
+
+def apply_config(config: dict[str, Any], preset: str = "") -> None:
+    """Fill the form from a config dict (call before the form's widgets are drawn)."""
+    for key, value in config_to_state(config).items():
+        st.session_state[key] = value
+    st.session_state["preset"] = preset
+    st.session_state.pop(FORM_ERROR, None)
+
+
+def form_config(state=None) -> dict[str, Any]:
+    """The config dict the form describes (not yet validated)."""
+    state = state if state is not None else st.session_state
+    n = int(state["n_agents"])
+    agents = [{
+        "label": str(state[AGENT_KEYS["label"].format(i=i)] or "").strip(),
+        "model": str(state[AGENT_KEYS["model"].format(i=i)] or "").strip(),
+        "persona": str(state[AGENT_KEYS["persona"].format(i=i)] or ""),
+        "temperature": float(state[AGENT_KEYS["temperature"].format(i=i)]),
+        "max_tokens": int(state["max_tokens"]),
+    } for i in range(n)]
+    data = dict(state.get(FORM_EXTRA) or {})
+    data.update({name: state[key] for key, name in FIELD_KEYS.items()})
+    data["agents"] = agents
+    data["reference"] = (state["reference"] or "").strip() or None
+    data["judge_model"] = (state["judge_model"] or "").strip() or None
+    data["tit_for_tat"] = None if state["tit_for_tat"] == TFT_NONE else state["tit_for_tat"]
+    return data
+
+
+def widget_for(field: str) -> str:
+    """The widget key under which a ConfigError about `field` is shown ("form" if none)."""
+    match = re.fullmatch(r"agents\[(\d+)\](?:\.(\w+))?", field)
+    if match:
+        index, name = int(match.group(1)), match.group(2)
+        if name == "max_tokens":
+            return "max_tokens"
+        return AGENT_KEYS[name].format(i=index) if name in AGENT_KEYS else "n_agents"
+    if field == "agents":
+        return "n_agents"
+    reverse = {name: key for key, name in FIELD_KEYS.items()}
+    return reverse.get(field, "form")
+
+
+def error_slot(key: str) -> None:
+    """Show the pending ConfigError if it belongs to the widget `key`."""
+    error = st.session_state.get(FORM_ERROR)
+    if error and error[0] == key:
+        with st.container(key=f"error_{key}"):
+            st.error(error[1])
+
+
+# ----- presets --------------------------------------------------------------------------------
+def load_presets(directory: Path = PRESET_DIR) -> dict[str, dict[str, Any]]:
+    """{preset id: {"title", "source", "config"}} from assets/presets/*.yaml, sorted by title."""
+    presets = {}
+    for path in sorted(directory.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        title, source = data.pop("title", path.stem), data.pop("source", "")
+        presets[path.stem] = {"title": title, "source": source, "config": data}
+    return dict(sorted(presets.items(), key=lambda item: item[1]["title"]))
+
+
+def _on_preset() -> None:
+    choice = st.session_state.get("preset")
+    presets = load_presets()
+    if choice in presets:
+        apply_config(presets[choice]["config"], preset=choice)
+
+
+# ----- actions --------------------------------------------------------------------------------
+def start_debate() -> None:
+    """Start button: validate, then start (or fork) the debate in the background."""
+    st.session_state.pop(FORM_ERROR, None)
+    try:
+        config = DebateConfig.from_dict(form_config())
+        fork = st.session_state.get(FORK_REQUEST)
+        if fork:
+            debate = live.start_fork(fork["parent_id"], fork["seq"], open_store(), config, owner=owner_id())
+        else:
+            debate = live.start(config, store=open_store().path, owner=owner_id())
+    except ConfigError as exc:
+        st.session_state[FORM_ERROR] = (widget_for(exc.field), f"{exc.field}: {exc.message}")
+        return
+    except Exception as exc:  # noqa: BLE001 - e.g. a fork of a debate that was deleted meanwhile
+        st.session_state[FORM_ERROR] = ("form", f"Could not start: {exc}")
+        return
+    st.session_state[DEBATE_ID] = debate.debate_id
+    st.session_state.pop(FORK_REQUEST, None)
+    from .plots import warm_up
+
+    warm_up()
+
+
+def generate_personas() -> None:
+    """Ask the first agent's model for one expert persona per agent (the engine's persona prompt)."""
+    st.session_state.pop(PERSONA_ERROR, None)
+    question, task = st.session_state["question"].strip(), st.session_state["task"]
+    if not question:
+        st.session_state[PERSONA_ERROR] = "Write the question first: personas are chosen for it."
+        return
+    model = st.session_state[AGENT_KEYS["model"].format(i=0)]
+    taken: list[str] = []
+    for i in range(int(st.session_state["n_agents"])):
+        result = call_model(model, prompts.persona_prompt(question, task, taken), max_tokens=60, temperature=0.7)
+        persona = _first_line(result.text) if result.status == "ok" else ""
+        if not persona:
+            st.session_state[PERSONA_ERROR] = f"{model} gave no persona: {result.error or 'empty reply'}"
+            return
+        taken.append(persona)
+        st.session_state[AGENT_KEYS["persona"].format(i=i)] = persona
+
+
+def _first_line(text: str) -> str:
+    for line in (text or "").splitlines():
+        line = line.strip().strip("`*-# ").strip()
+        if line:
+            return line[:300]
+    return ""
+
+
+# ----- rendering ------------------------------------------------------------------------------
+def _doc(kind: str, name: str | None) -> str:
+    if not name:
+        return ""
+    try:
+        doc = registry.get(kind, name).__doc__ or ""
+    except Exception:  # noqa: BLE001
+        return ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def _choice(label: str, kind: str, key: str) -> None:
+    st.selectbox(label, registry.names(kind), key=key)
+    st.caption(_doc(kind, st.session_state.get(key)))
+    error_slot(key)
+
+
+def _model_options(current: str | None) -> list[str]:
+    names = [m["name"] for m in known_models() if "<" not in m["name"]]
+    return list(dict.fromkeys(names + ([current] if current else [])))
+
+
+def _tit_for_tat_label(level: int) -> str:
+    return "None - no debate meta prompt" if level == TFT_NONE else prompts.TIT_FOR_TAT_SUMMARY[level]
+
+
+def render_fork_banner() -> None:
+    fork = st.session_state.get(FORK_REQUEST)
+    if not fork:
+        return
+    if not fork.get("applied"):
+        apply_config(fork["config"])
+        fork["applied"] = True
+    with st.container(key="fork_banner", border=True):
+        st.info(f"Forking from debate {id8(fork['parent_id'])} at turn {fork['turn_index']} "
+                f"(seq {fork['seq']}): the turns up to it are kept, the rest is run again with this form's settings.")
+        if st.button("Cancel fork", key="cancel_fork"):
+            st.session_state.pop(FORK_REQUEST, None)
+            st.rerun()
+
+
+def render_form(height: int = 860) -> None:
+    """The whole debate form (in a scroll box, so Start stays in sight) with its Start button."""
+    with st.container(height=height, key="setup_form"):
+        _render_fields()
+    error_slot("form")
+    label = "Start fork" if st.session_state.get(FORK_REQUEST) else "Start debate"
+    st.button(label, key="start", type="primary", on_click=start_debate, width="stretch")
+
+
+def _render_fields() -> None:
+    presets = load_presets()
+    st.selectbox("Preset", [""] + list(presets), key="preset", on_change=_on_preset,
+                 format_func=lambda p: presets[p]["title"] if p in presets else "(none: fill in yourself)")
+    if st.session_state.get("preset") in presets:
+        st.caption(f"Source: {presets[st.session_state['preset']]['source']}")
+    st.text_area("Question", key="question", height=90, placeholder="What should the agents answer?")
+    error_slot("question")
+    st.text_input("Task instruction (optional)", key="task", placeholder="e.g. Answer with the letter only.")
+    error_slot("task")
+    st.text_input("Reference answer (optional, hidden while the debate runs)", key="reference", type="password")
+    error_slot("reference")
+
+    st.subheader("Agents")
+    st.number_input("Number of agents", min_value=1, max_value=MAX_AGENTS, step=1, key="n_agents")
+    error_slot("n_agents")
+    st.button("Suggest expert personas", key="generate_personas", on_click=generate_personas,
+              help="Asks the first agent's model for one expert persona per agent, for this question.")
+    if st.session_state.get(PERSONA_ERROR):
+        st.warning(st.session_state[PERSONA_ERROR])
+    for i in range(int(st.session_state["n_agents"])):
+        _render_agent(i)
+    st.number_input("Max tokens per reply (all agents)", min_value=1, step=16, key="max_tokens")
+    error_slot("max_tokens")
+
+    st.subheader("Discussion")
+    _choice("Paradigm", "paradigm", "paradigm")
+    _choice("Response generator", "response_generator", "response_generator")
+    st.selectbox("Tit for tat", [TFT_NONE, 0, 1, 2, 3], key="tit_for_tat", format_func=_tit_for_tat_label)
+    level = st.session_state.get("tit_for_tat")
+    st.caption("No instruction about disagreeing (two-sided debates use level 2)." if level == TFT_NONE
+               else f"Every agent is told: {prompts.TIT_FOR_TAT[level]}")
+    error_slot("tit_for_tat")
+    _choice("Speaking order", "ordering", "ordering")
+    left, right = st.columns(2)
+    with left:
+        st.number_input("Rounds", min_value=1, step=1, key="rounds")
+        error_slot("rounds")
+        st.number_input("Memory window (rounds, empty = all)", min_value=0, step=1, key="memory_window")
+        error_slot("memory_window")
+    with right:
+        st.number_input("Max rounds", min_value=1, step=1, key="max_rounds")
+        error_slot("max_rounds")
+        st.number_input("Seed (empty = random)", step=1, key="seed")
+        error_slot("seed")
+    st.checkbox("All agents draft first (AAD)", key="aad")
+    error_slot("aad")
+    st.checkbox("Agents state their confidence", key="confidence")
+    st.checkbox("Confidence visible to the others", key="confidence_visible")
+    st.checkbox("Agents may challenge the final answer", key="challenge")
+
+    st.subheader("Decision")
+    _choice("Protocol", "protocol", "protocol")
+    left, right = st.columns(2)
+    with left:
+        st.number_input("Consensus threshold (empty = protocol's)", min_value=0.0, max_value=1.0, step=0.05,
+                        key="consensus_threshold")
+        error_slot("consensus_threshold")
+    with right:
+        st.number_input("Cumulative voting points", min_value=1, step=1, key="cumulative_points")
+        error_slot("cumulative_points")
+    st.selectbox("Judge model", [""] + _model_options(st.session_state.get("judge_model")), key="judge_model",
+                 accept_new_options=True, format_func=lambda m: m or "(same as the first agent)")
+    error_slot("judge_model")
+    with st.expander("Advanced"):
+        st.checkbox("Extract final answers before voting", key="extract_final_answers")
+        st.checkbox("Judge may end the debate early", key="judge_adaptive_break")
+        st.checkbox("Generate personas automatically at start", key="auto_personas")
+        st.number_input("Exchanges per round (debate paradigm)", min_value=1, step=1, key="debate_subrounds")
+        error_slot("debate_subrounds")
+        st.number_input("Re-asks for an unreadable ballot", min_value=0, step=1, key="vote_retries")
+        error_slot("vote_retries")
+
+
+def _render_agent(i: int) -> None:
+    keys = {name: pattern.format(i=i) for name, pattern in AGENT_KEYS.items()}
+    with st.container(border=True):
+        left, right = st.columns([2, 3])
+        with left:
+            st.text_input(f"Label {i + 1}", key=keys["label"])
+        with right:
+            st.selectbox(f"Model {i + 1}", _model_options(st.session_state.get(keys["model"])), key=keys["model"],
+                         accept_new_options=True, help="Any litellm model name (provider/model) can be typed.")
+        error_slot(keys["label"])
+        error_slot(keys["model"])
+        st.text_input(f"Persona {i + 1}", key=keys["persona"], placeholder="optional: who this agent is")
+        error_slot(keys["persona"])
+        st.slider(f"Temperature {i + 1}", 0.0, 2.0, step=0.05, key=keys["temperature"])
+        error_slot(keys["temperature"])

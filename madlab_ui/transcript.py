@@ -1,0 +1,260 @@
+"""Rendering a `DebateView`: status line, chat bubbles by round, votes, decision card, usage.
+
+Keys follow the UI contract: `debate_status`, `round_{r}`, `turn_{k}` (k = index in
+`view.turns`), `prompt_{k}`, `votes_{r}`, `steer_{j}` (j = index in `view.steering`),
+`decision_card`, `usage`. Model and user text is rendered with st.markdown / st.text (HTML
+is never rendered); labels inside our own markup are escaped.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import streamlit as st
+
+from mad_core.answers import normalize_answer
+from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
+
+from .common import MODERATOR_AVATAR, agent_style, md_escape, short
+
+TurnExtras = Callable[[TurnView, int], None]
+STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "finished": "✅", "stopped": "⏹️", "failed": "❌",
+                "interrupted": "⚠️"}
+_TURN_MARKS = {"streaming": "✍️ streaming", "failed": "❌ failed", "interrupted": "⏹️ interrupted"}
+
+
+def status_word(view: DebateView, debate=None) -> str:
+    """running / paused / finished / stopped / failed / interrupted (paused comes from the controller)."""
+    if debate is not None and not debate.done and view.status == "running" and debate.controller.paused:
+        return "paused"
+    return view.status
+
+
+def render_status(view: DebateView, debate=None) -> None:
+    word = status_word(view, debate)
+    rounds = [t.round for t in view.turns if t.kind in DISCUSSION_KINDS]
+    parts = [f"{STATUS_ICONS.get(word, '')} Status: **{word}**"]
+    if debate is not None and not debate.done and debate.controller.stopped:
+        parts.append("stop requested: finishing the current turn")
+    if debate is not None and not debate.done and debate.controller.force_requested:
+        parts.append("decision requested")
+    if rounds:
+        parts.append(f"round {max(rounds)} of max {view.config.get('max_rounds', '?')}")
+    parts.append(f"{len(view.turns)} turns")
+    parts.append(f"{view.elapsed_s:.1f} s")
+    if view.finish_reason and word != "running":
+        parts.append(md_escape(view.finish_reason))
+    with st.container(key="debate_status"):
+        st.markdown(" · ".join(parts))
+        for error in view.errors[-3:]:
+            st.warning(error)
+
+
+# ----- transcript ------------------------------------------------------------------------------
+def round_status(view: DebateView, rnd: int) -> str:
+    turns = [t for t in view.turns if t.round == rnd]
+    if any(t.status == "streaming" for t in turns):
+        return "in progress"
+    if view.decision is not None and view.decision.round == rnd:
+        return "decided"
+    attempts = [a for a in view.attempts if a.round == rnd]
+    if attempts and not attempts[-1].reached:
+        return f"no decision yet: {attempts[-1].reason}"
+    last = max((t.round for t in view.turns), default=rnd)
+    if view.status == "running" and rnd == last:
+        return "in progress"
+    return "done"
+
+
+def _round_title(view: DebateView, rnd: int) -> str:
+    if rnd == 0:
+        kinds = {t.kind for t in view.turns if t.round == 0}
+        return "Independent drafts" if "draft" in kinds else "Setup"
+    return f"Round {rnd}"
+
+
+def render_transcript(view: DebateView, extras: TurnExtras | None = None) -> None:
+    """Every turn and moderator action in order, grouped under round headers."""
+    if not view.timeline:
+        st.caption("Waiting for the first turn…")
+        return
+    index = {t.id: k for k, t in enumerate(view.turns)}
+    steer_index = {id(e): j for j, e in enumerate(view.steering)}
+    shown: set[int] = set()
+    current: int | None = None
+    for kind, item in view.timeline:
+        if kind == "steer":
+            _steer(item, steer_index[id(item)])
+            continue
+        k = index[item]
+        turn = view.turns[k]
+        if turn.round != current:
+            if current is not None:
+                _round_footer(view, current, shown)
+            current = turn.round
+            if current not in shown:
+                with st.container(key=f"round_{current}"):
+                    st.markdown(f"#### {_round_title(view, current)}")
+                    st.caption(md_escape(round_status(view, current)))
+        _bubble(view, turn, k, extras)
+    if current is not None:
+        _round_footer(view, current, shown)
+
+
+def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None) -> None:
+    color, avatar, _ = agent_style(turn.agent, view.agents)
+    with st.container(key=f"turn_{k}"):
+        with st.chat_message(turn.agent, avatar=avatar):
+            head = [f":{color}[**{md_escape(turn.agent)}**]", md_escape(turn.kind)]
+            if turn.round:
+                head.append(f"round {turn.round}")
+            head.append(md_escape(turn.model))
+            if turn.status in _TURN_MARKS:
+                head.append(_TURN_MARKS[turn.status])
+            if turn.retries:
+                head.append(f"retried {turn.retries}×")
+            st.markdown(" · ".join(head))
+            persona = view.personas.get(turn.agent)
+            if persona:
+                st.caption(md_escape(persona))
+            if turn.text:
+                st.markdown(turn.text + (" ▌" if turn.status == "streaming" else ""))
+            elif turn.status == "streaming":
+                st.caption("thinking…")
+            if turn.error:
+                st.caption(f"{turn.status}: {md_escape(turn.error)}")
+            notes = []
+            if turn.answer and turn.kind in DISCUSSION_KINDS:
+                notes.append(f"answer: {md_escape(short(turn.answer, 120))}")
+            if turn.agreement is not None:
+                notes.append("AGREE" if turn.agreement else "DISAGREE")
+            if turn.confidence is not None:
+                notes.append(f"confidence {turn.confidence}/10")
+            if turn.status != "streaming" and turn.completion_tokens:
+                notes.append(f"{turn.prompt_tokens}+{turn.completion_tokens} tokens, {turn.latency_s:.1f} s")
+            if notes:
+                st.caption(" · ".join(notes))
+            prompt = st.expander("show prompt", key=f"prompt_{k}", on_change="rerun")
+            if prompt.open:
+                with prompt:
+                    for message in turn.prompt:
+                        st.markdown(f"**{md_escape(message.get('role', ''))}**")
+                        st.text(message.get("content", ""))
+            if extras is not None:
+                extras(turn, k)
+
+
+def _steer(event, j: int) -> None:
+    with st.container(key=f"steer_{j}"):
+        if event.action == "message":
+            to = ", ".join(event.targets) if event.targets else "all agents"
+            with st.chat_message("moderator", avatar=MODERATOR_AVATAR):
+                st.markdown(f"**Moderator → {md_escape(to)}**")
+                st.markdown(event.message or "")
+        else:
+            words = {"pause": "paused the debate", "resume": "resumed the debate", "stop": "stopped the debate",
+                     "force_decision": "asked for a decision now"}
+            st.caption(f"{MODERATOR_AVATAR} Moderator {words.get(event.action, md_escape(event.action))}")
+
+
+def format_ballot(value: Any) -> str:
+    """A ballot as people read it (solutions numbered from 1)."""
+    if isinstance(value, bool) or value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"solution {value + 1}"
+    if isinstance(value, list):
+        return " > ".join(str(v + 1) for v in value) if value else "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{int(k) + 1}: {v}" for k, v in sorted(value.items(), key=lambda kv: int(kv[0])))
+    return json.dumps(value)
+
+
+def _round_footer(view: DebateView, rnd: int, shown: set[int]) -> None:
+    if rnd in shown:
+        return
+    shown.add(rnd)
+    votes = view.votes_of_round(rnd)
+    if votes:
+        with st.container(key=f"votes_{rnd}", border=True):
+            st.markdown(f"**Votes, round {rnd}** ({md_escape(votes[0].protocol)})")
+            for vote in votes:
+                line = f"- {md_escape(vote.agent)}: {md_escape(format_ballot(vote.ballot))}"
+                if not vote.valid:
+                    line = f"- {md_escape(vote.agent)}: invalid ballot ({md_escape(vote.reason or 'unreadable')})"
+                if vote.attempt > 1:
+                    line += f" (attempt {vote.attempt})"
+                st.markdown(line)
+    for attempt in (a for a in view.attempts if a.round == rnd):
+        verdict = "decision reached" if attempt.reached else "no decision"
+        st.caption(f"Decision attempt ({md_escape(attempt.protocol)}): {verdict}: {md_escape(attempt.reason)}")
+
+
+# ----- decision, reference, usage ---------------------------------------------------------------
+def render_decision(view: DebateView) -> None:
+    """The decision card (winning answer, protocol, tally, fallback / forced notes)."""
+    decision = view.decision
+    if decision is None:
+        if view.status in ("stopped", "failed", "interrupted"):
+            st.info(f"No decision: the debate {view.status}. {view.finish_reason}".strip())
+        return
+    with st.container(key="decision_card", border=True):
+        st.markdown("### Decision")
+        st.markdown(decision.answer or "(empty answer)")
+        facts = [f"protocol **{md_escape(decision.protocol)}**", f"round {decision.round}"]
+        if decision.winner_agent:
+            facts.append(f"winner **{md_escape(decision.winner_agent)}**")
+        st.markdown(" · ".join(facts))
+        if decision.forced:
+            st.warning("Forced: a person asked for a decision before the protocol reached one.")
+        if decision.fallback:
+            st.warning(f"Fallback rule: {decision.fallback}")
+        if decision.solutions:
+            rows = [{"solution": i + 1,
+                     "agent": decision.solution_agents[i] if i < len(decision.solution_agents) else "",
+                     "answer": short(text, 100),
+                     "score": decision.scores[i] if i < len(decision.scores) else None}
+                    for i, text in enumerate(decision.solutions)]
+            st.table(rows)
+        elif decision.scores:
+            st.markdown("Scores: " + ", ".join(f"{s:g}" for s in decision.scores))
+        for challenge in view.challenges:
+            stance = {True: "accepts", False: "challenges", None: "gives no clear stance on"}[challenge.agrees]
+            extra = f" and proposes: {md_escape(challenge.new_answer)}" if challenge.new_answer else ""
+            st.caption(f"{md_escape(challenge.agent)} {stance} the answer{extra}")
+
+
+def render_reference(view: DebateView, state_key: str) -> None:
+    """The reference answer stays hidden until the `reveal_reference` button is pressed."""
+    reference = view.config.get("reference")
+    if not reference:
+        return
+    if not st.session_state.get(state_key):
+        if st.button("Reveal reference answer", key="reveal_reference"):
+            st.session_state[state_key] = True
+            st.rerun()
+        return
+    with st.container(key="reference_revealed", border=True):
+        st.markdown("**Reference answer**")
+        st.text(reference)
+        if view.decision is not None:
+            same = normalize_answer(view.decision.answer) == normalize_answer(reference)
+            st.markdown("✅ the decision matches it" if same else "❌ the decision differs from it")
+
+
+def render_usage(view: DebateView) -> None:
+    """Tokens and seconds per agent and in total, and the elapsed time."""
+    with st.container(key="usage", border=True):
+        st.markdown("**Cost and progress**")
+        rows = [{"agent": agent, "calls": u.calls, "prompt tokens": u.prompt_tokens,
+                 "completion tokens": u.completion_tokens, "seconds": round(u.seconds, 1)}
+                for agent, u in view.usage.items()]
+        if rows:
+            rows.append({"agent": "total", "calls": sum(r["calls"] for r in rows),
+                         "prompt tokens": sum(r["prompt tokens"] for r in rows),
+                         "completion tokens": sum(r["completion tokens"] for r in rows),
+                         "seconds": round(sum(r["seconds"] for r in rows), 1)})
+            st.table(rows)
+        streaming = len(view.running_turns)
+        st.caption(f"elapsed {view.elapsed_s:.1f} s · {len(view.turns)} model calls"
+                   + (f" · {streaming} streaming now" if streaming else ""))

@@ -1,0 +1,44 @@
+"""Scripted models of the e2e tests (written to the MADLAB_SCRIPTS file by conftest).
+
+Each scripted model keeps state in the server process (replies are consumed in call order),
+so each test uses its own script and runs one debate on it, except the fork test, whose
+forked debate continues on the same script: its list then repeats its last reply, "1",
+which is valid as a discussion turn, an extraction and a vote.
+"""
+from __future__ import annotations
+
+
+def words(tag: str, n: int) -> list[str]:
+    """n distinct words `<tag>w01 ...`; no word is a substring of another (two-digit numbers)."""
+    return [f"{tag}w{i:02d}" for i in range(1, n + 1)]
+
+
+def reply(tag: str, n: int, answer: str = "42") -> str:
+    """A discussion reply of n distinct words that ends with the line the engine asks for."""
+    return " ".join(words(tag, n)) + f"\n\nFinal answer: {answer}"
+
+
+def debate_script(discussion: list[str], n_agents: int, answer: str = "42", **pacing) -> dict:
+    """Replies in call order for a one-round simple-voting debate without consensus tracking.
+
+    Calls come as: the discussion turns (one after another), then one extraction per agent,
+    then one vote per agent. Extraction and vote replies are the same for every agent, so
+    the order of those concurrent calls does not matter; the list then repeats "1" forever.
+    """
+    return {"replies": [*discussion, *([answer] * n_agents), "1"], **pacing}
+
+
+XSS_TEXT = 'Look: <script>window.__xss=1</script> and <img src=x onerror="window.__xss=2"> done'
+
+SCRIPTS: dict[str, dict] = {
+    # 1. streaming: ~25 words per reply at 0.15 s per piece (about 3.6 s per turn).
+    "stream": debate_script([reply("sa", 24), reply("sb", 24), reply("sc", 24)], 3, token_delay=0.15),
+    # 2. stop mid-turn: 30 words at 0.3 s (9 s per turn) leaves a wide window to press Stop.
+    "slow": debate_script([reply("la", 30), reply("lb", 30), reply("lc", 30)], 3, token_delay=0.3),
+    # 3. message to one agent: 6 s per turn; agent 3 speaks ~12 s after agent 1 starts.
+    "steer": debate_script([reply("ta", 30), reply("tb", 30), reply("tc", 30)], 3, token_delay=0.2),
+    # 4. XSS: model text full of markup, fast.
+    "xss": debate_script([XSS_TEXT + "\n\nFinal answer: 1", XSS_TEXT + "\n\nFinal answer: 1"], 2, answer="1"),
+    # 5. fork: fast, three agents; the fork's own calls get the repeated "1".
+    "forkme": debate_script([reply("fa", 8), reply("fb", 8), reply("fc", 8)], 3, token_delay=0.01),
+}

@@ -1,0 +1,582 @@
+"""The engine end to end with the scripted model through litellm: paradigms, protocols, steering."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mad_core import ConfigError, Controller, DebateConfig, DebateEngine, components
+from mad_core.events import (ChallengeResult, DebateFinished, DecisionAttempted, DecisionReached, PersonasAssigned,
+                             RoundStarted, SteeringApplied, TokenReceived, TurnFinished, TurnStarted, VoteCast)
+from mad_core.prompts import TIT_FOR_TAT
+from mad_core.store import Store
+
+
+def make_config(model: str, n: int = 3, **settings) -> DebateConfig:
+    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
+    return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents, **settings})
+
+
+def run(config: DebateConfig, **kwargs):
+    engine = DebateEngine(config, **kwargs)
+    events = list(engine.run())
+    return events, engine
+
+
+def of(events, cls):
+    return [e for e in events if isinstance(e, cls)]
+
+
+def turns(events, kind=None):
+    return [e.turn for e in of(events, TurnFinished) if kind is None or e.turn.kind == kind]
+
+
+def user_text(turn) -> str:
+    return "\n".join(m["content"] for m in turn.prompt if m["role"] != "system")
+
+
+def test_components_lists_every_name_the_issue_requires():
+    got = components()
+    assert set(got["paradigm"]) >= {"memory", "relay", "report", "debate", "simultaneous", "collective_refinement",
+                                    "one_by_one", "two_sided"}
+    assert set(got["protocol"]) >= {"simple_voting", "ranked_voting", "approval_voting", "cumulative_voting",
+                                    "majority_consensus", "supermajority_consensus", "unanimity_consensus",
+                                    "judge", "solution_counting", "convergence"}
+    assert set(got["response_generator"]) == {"simple", "critical", "reasoning"}
+    assert set(got["ordering"]) == {"fixed", "random", "madc", "truth_first", "truth_last"}
+
+
+# ----- voting ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol,votes,winner", [
+    ("simple_voting", {"Agent 1": "2", "Agent 2": "2", "Agent 3": "1"}, 1),
+    ("approval_voting", {"Agent 1": "1, 3", "Agent 2": "3", "Agent 3": "2, 3"}, 2),
+    ("ranked_voting", {"Agent 1": "2 1 3", "Agent 2": "2 3 1", "Agent 3": "1 2 3"}, 1),
+    ("cumulative_voting", {"Agent 1": '{"1": 2, "3": 8}', "Agent 2": '{"3": 10}', "Agent 3": '{"1": 10}'}, 2),
+])
+def test_voting_protocols_decide_from_parsed_ballots(script, roles, protocol, votes, winner):
+    answers = {"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Nice"}
+    model, _ = script(roles(answers, votes))
+    events, engine = run(make_config(model, protocol=protocol, rounds=1, max_rounds=2))
+    decision = of(events, DecisionReached)[0]
+    assert decision.winner_index == winner
+    assert decision.answer == ["Paris", "Lyon", "Nice"][winner]
+    assert decision.solutions == ["Paris", "Lyon", "Nice"]  # extracted before voting (seed 000 E.1)
+    assert len(turns(events, "extraction")) == 3
+    assert engine.status == "finished" and of(events, DebateFinished)[-1].status == "finished"
+
+
+def test_tie_means_another_round_and_a_new_vote(script, roles):
+    def votes(agent, rnd, _):
+        if rnd == 1:  # 1-1-1 tie in the first vote
+            return {"Agent 1": "1", "Agent 2": "2", "Agent 3": "3"}[agent]
+        return "2"
+    model, _ = script(roles({"Agent 1": "A", "Agent 2": "B", "Agent 3": "C"}, votes))
+    events, _ = run(make_config(model, protocol="simple_voting", rounds=1, max_rounds=3))
+    attempts = of(events, DecisionAttempted)
+    assert [a.reached for a in attempts] == [False, True]
+    assert "tie" in attempts[0].reason
+    assert max(t.round for t in turns(events, "discussion")) == 2
+    assert of(events, DecisionReached)[0].answer == "B"
+
+
+def test_invalid_ballot_is_reasked_then_recorded_invalid_not_counted(script, roles):
+    votes = {"Agent 1": "I like all of them", "Agent 2": "2", "Agent 3": "2"}
+    model, _ = script(roles({"Agent 1": "A", "Agent 2": "B", "Agent 3": "C"}, votes))
+    events, _ = run(make_config(model, protocol="simple_voting", rounds=1, max_rounds=1, vote_retries=2))
+    bad = [v for v in of(events, VoteCast) if v.agent == "Agent 1"]
+    assert [v.attempt for v in bad] == [1, 2, 3]  # asked once, re-asked twice
+    assert all(not v.valid and v.reason for v in bad)
+    reasked = [t for t in turns(events, "vote") if t.agent == "Agent 1"][1]
+    assert "could not be counted" in user_text(reasked)
+    decision = of(events, DecisionReached)[0]
+    assert decision.answer == "B" and decision.details["invalid"] == 1
+
+
+def test_turn_cap_uses_first_agents_solution(script, roles):
+    def votes(agent, rnd, _):
+        return {"Agent 1": "1", "Agent 2": "2", "Agent 3": "3"}[agent]  # always a tie
+    model, _ = script(roles({"Agent 1": "A", "Agent 2": "B", "Agent 3": "C"}, votes))
+    events, engine = run(make_config(model, protocol="simple_voting", rounds=1, max_rounds=2))
+    decision = of(events, DecisionReached)[0]
+    assert decision.answer == "A" and decision.winner_agent == "Agent 1"
+    assert "turn cap" in decision.fallback
+    assert max(t.round for t in turns(events, "discussion")) == 2
+    assert engine.status == "finished"
+
+
+def test_solution_counting_ties_go_another_round(script, roles):
+    calls = {"n": 0}
+
+    def extraction(messages, meta):
+        calls["n"] += 1
+        if meta["round"] == 1:
+            return {"Agent 1": "A", "Agent 2": "B"}[meta["agent"]]
+        return "B"
+    model, _ = script(roles(extraction=extraction))
+    events, _ = run(make_config(model, n=2, protocol="solution_counting", rounds=1, max_rounds=3))
+    attempts = of(events, DecisionAttempted)
+    assert [a.reached for a in attempts] == [False, True]
+    assert of(events, DecisionReached)[0].answer == "B"
+    assert not of(events, VoteCast)  # counting asks nobody to vote
+
+
+# ----- consensus ------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol,agreeing,reached_in_round_1", [
+    ("majority_consensus", 1, False),        # proposer + 1 of 3 -> 2/3 > 50 %, but see below
+    ("supermajority_consensus", 1, True),    # 2 of 3 > 66 % (MALLM)
+    ("unanimity_consensus", 1, False),
+])
+def test_consensus_thresholds(script, protocol, agreeing, reached_in_round_1):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "extraction":
+            return "Paris"
+        if meta["agent"] == "Agent 1":
+            return "Paris, clearly.\nFinal answer: Paris"
+        if meta["agent"] == "Agent 2":
+            return "AGREE. Same here.\nFinal answer: Paris"
+        return "I have no opinion.\nFinal answer: Paris"  # neither AGREE nor DISAGREE
+    model, _ = script(reply)
+    events, _ = run(make_config(model, protocol=protocol, rounds=1, max_rounds=2))
+    first = of(events, DecisionAttempted)[0]
+    expected = {"majority_consensus": True, "supermajority_consensus": True, "unanimity_consensus": False}[protocol]
+    assert first.reached is expected
+    if protocol == "unanimity_consensus":
+        assert "turn cap" in of(events, DecisionReached)[0].fallback
+    assert of(events, DecisionReached)[0].answer == "Paris"
+
+
+def test_consensus_disagreement_makes_a_new_proposal(script):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "extraction":
+            return "Lyon" if "Lyon" in messages[-1]["content"] else "Paris"
+        if meta["agent"] == "Agent 1":
+            return "Paris.\nFinal answer: Paris"
+        if meta["agent"] == "Agent 2":
+            return "DISAGREE. It is Lyon.\nFinal answer: Lyon"
+        return "AGREE with Agent 2.\nFinal answer: Lyon"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, protocol="majority_consensus", rounds=1, max_rounds=1))
+    decision = of(events, DecisionReached)[0]
+    assert decision.winner_agent == "Agent 2" and decision.answer == "Lyon"
+    assert decision.details["agree"] == {"Agent 1": False, "Agent 2": True, "Agent 3": True}
+    agreement_prompt = [t for t in turns(events, "discussion") if t.agent == "Agent 2"][0]
+    assert "AGREE" in user_text(agreement_prompt)  # agents are asked to agree or disagree
+
+
+# ----- paradigms: who sees what, on the exact prompts ----------------------------------------------
+def said(agent: str) -> str:
+    return f"UNIQUE-{agent.replace(' ', '')}"
+
+
+def paradigm_run(script, paradigm, n=3, rounds=2, **settings):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "vote":
+            return "1"
+        if meta["kind"] == "extraction":
+            return "Paris"
+        return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: Paris"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, n=n, paradigm=paradigm, rounds=rounds, max_rounds=rounds, **settings))
+    return turns(events, "discussion") + turns(events, "draft"), events
+
+
+def seen_markers(turn) -> set[str]:
+    text = user_text(turn)
+    return {f"{a}-R{r}" for a in ("UNIQUE-Agent1", "UNIQUE-Agent2", "UNIQUE-Agent3") for r in (0, 1, 2) if f"{a}-R{r}" in text}
+
+
+def find(ts, agent, rnd):
+    return next(t for t in ts if t.agent == agent and t.round == rnd)
+
+
+def test_memory_sees_everything_said_before(script):
+    ts, _ = paradigm_run(script, "memory")
+    assert seen_markers(find(ts, "Agent 3", 1)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1"}
+    assert seen_markers(find(ts, "Agent 1", 2)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1", "UNIQUE-Agent3-R1"}
+
+
+def test_memory_window_limits_rounds_seen(script):
+    ts, _ = paradigm_run(script, "memory", rounds=2, memory_window=0)
+    # window 0: only the current round is visible
+    assert seen_markers(find(ts, "Agent 2", 2)) == {"UNIQUE-Agent1-R2"}
+
+
+def test_relay_sees_only_previous_speaker(script):
+    ts, _ = paradigm_run(script, "relay")
+    assert seen_markers(find(ts, "Agent 3", 1)) == {"UNIQUE-Agent2-R1"}
+    assert seen_markers(find(ts, "Agent 1", 2)) == {"UNIQUE-Agent3-R1"}
+
+
+def test_report_members_see_only_moderator(script):
+    ts, _ = paradigm_run(script, "report")
+    assert seen_markers(find(ts, "Agent 2", 1)) == {"UNIQUE-Agent1-R1"}
+    assert seen_markers(find(ts, "Agent 3", 2)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent3-R1", "UNIQUE-Agent1-R2"}
+    assert seen_markers(find(ts, "Agent 1", 2)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1", "UNIQUE-Agent3-R1"}
+    assert "moderator" in find(ts, "Agent 1", 1).prompt[0]["content"]
+
+
+def test_debate_members_exchange_then_moderator(script):
+    ts, _ = paradigm_run(script, "debate", rounds=1, debate_subrounds=2)
+    speakers = [t.agent for t in sorted(ts, key=lambda t: t.seq)]
+    assert speakers == ["Agent 1", "Agent 2", "Agent 3", "Agent 2", "Agent 3"]
+    second_a2 = [t for t in ts if t.agent == "Agent 2"][1]
+    assert seen_markers(second_a2) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1", "UNIQUE-Agent3-R1"}
+
+
+def test_simultaneous_sees_previous_round_only(script):
+    ts, events = paradigm_run(script, "simultaneous")
+    assert seen_markers(find(ts, "Agent 1", 1)) == set()
+    assert seen_markers(find(ts, "Agent 2", 2)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1", "UNIQUE-Agent3-R1"}
+
+
+def test_collective_refinement_shows_solutions_not_replies(script):
+    ts, _ = paradigm_run(script, "collective_refinement")
+    text = user_text(find(ts, "Agent 2", 2))
+    assert "[Agent 1] proposed: Paris" in text
+    assert "UNIQUE" not in text  # the reasoning itself stays hidden
+
+
+def test_one_by_one_uses_chat_history(script):
+    ts, _ = paradigm_run(script, "one_by_one", rounds=2)
+    prompt = find(ts, "Agent 1", 2).prompt
+    assert any(m["role"] == "assistant" and "UNIQUE-Agent1-R1" in m["content"] for m in prompt)
+    assert any(m["role"] == "user" and m["content"].startswith("[Agent 2]") for m in prompt)
+
+
+def test_aad_drafts_independently_first(script):
+    ts, events = paradigm_run(script, "memory", rounds=1, all_agents_drafting=True)
+    drafts = [t for t in ts if t.kind == "draft"]
+    assert len(drafts) == 3 and all(seen_markers(t) == set() for t in drafts)
+    assert of(events, RoundStarted)[0].round == 0
+    assert seen_markers(find(ts, "Agent 1", 1)) == {"UNIQUE-Agent1-R0", "UNIQUE-Agent2-R0", "UNIQUE-Agent3-R0"}
+
+
+def test_reasoning_generator_hides_others_final_answers(script):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] in ("vote", "extraction"):
+            return "1"
+        return f"Because of {said(meta['agent'])}.\nFinal answer: SECRET-{meta['agent'][-1]}"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, response_generator="reasoning", rounds=1, max_rounds=1))
+    third = find(turns(events, "discussion"), "Agent 3", 1)
+    text = user_text(third)
+    assert "UNIQUE-Agent1" in text and "SECRET-1" not in text and "SECRET-2" not in text
+
+
+def test_confidence_visibility_switch(script):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] in ("vote", "extraction"):
+            return "1"
+        return f"{said(meta['agent'])}\nConfidence: 7/10\nFinal answer: Paris"
+    model, _ = script(reply)
+    for visible in (True, False):
+        events, _ = run(make_config(model, rounds=1, max_rounds=1, confidence=True, confidence_visible=visible))
+        ts = turns(events, "discussion")
+        assert ts[0].confidence == 7
+        assert "Confidence:" in user_text(ts[0])  # the agent is asked for it
+        assert ("Confidence: 7/10" in user_text(find(ts, "Agent 2", 1))) is visible
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_tit_for_tat_level_text_in_prompt(script, roles, level):
+    model, _ = script(roles())
+    events, _ = run(make_config(model, rounds=1, max_rounds=1, tit_for_tat=level))
+    system = turns(events, "discussion")[0].prompt[0]["content"]
+    assert TIT_FOR_TAT[level] in system
+    assert all(TIT_FOR_TAT[other] not in system for other in TIT_FOR_TAT if other != level)
+
+
+def test_two_sided_judge_adaptive_break(script):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "judge":
+            return "Decision: YES\nAnswer: 42" if meta["round"] == 2 else "Decision: NO\nAnswer:"
+        return f"{meta['agent']} argues.\nFinal answer: 42"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", judge_model=model,
+                                rounds=3, max_rounds=3))
+    ts = turns(events, "discussion")
+    assert "affirmative" in ts[0].prompt[0]["content"] and "negative" in ts[1].prompt[0]["content"]
+    assert TIT_FOR_TAT[2] in ts[0].prompt[0]["content"]  # the paper's default level
+    decision = of(events, DecisionReached)[0]
+    assert decision.answer == "42" and decision.details["mode"] == "discriminative"
+    assert max(t.round for t in ts) == 2  # ended before the round limit
+
+
+def test_two_sided_judge_extracts_at_round_limit(script):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "judge":
+            return "Decision: NO\nAnswer:" if "Decision:" in messages[-1]["content"] else "Weighing it all.\nFinal answer: 7"
+        return "argument\nFinal answer: 6"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=2, max_rounds=2))
+    decision = of(events, DecisionReached)[0]
+    assert decision.answer == "7" and decision.details["mode"] == "extractive"
+
+
+def test_two_sided_needs_two_agents_and_judge(script, roles):
+    model, _ = script(roles())
+    with pytest.raises(ConfigError) as err:
+        make_config(model, n=3, paradigm="two_sided", protocol="judge")
+    assert err.value.field == "agents"
+    with pytest.raises(ConfigError) as err:
+        make_config(model, n=2, paradigm="two_sided", protocol="simple_voting")
+    assert err.value.field == "protocol"
+
+
+# ----- orderings -------------------------------------------------------------------------------
+def test_madc_orders_most_consistent_last(script):
+    answers = {"Agent 1": "B", "Agent 2": "A", "Agent 3": "A"}
+    model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] == "vote" else
+                      f"x\nFinal answer: {answers[info['metadata']['agent']]}")
+    events, _ = run(make_config(model, ordering="madc", rounds=2, max_rounds=2, extract_final_answers=False))
+    orders = [e.order for e in of(events, RoundStarted)]
+    assert orders[0] == ["Agent 1", "Agent 2", "Agent 3"]
+    assert orders[1][0] == "Agent 1" and set(orders[1][1:]) == {"Agent 2", "Agent 3"}
+
+
+def test_truth_last_and_first(script):
+    answers = {"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Nice"}
+    model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] == "vote" else
+                      f"x\nFinal answer: {answers[info['metadata']['agent']]}")
+    for ordering, expected in (("truth_last", ["Agent 2", "Agent 3", "Agent 1"]),
+                               ("truth_first", ["Agent 1", "Agent 2", "Agent 3"])):
+        events, _ = run(make_config(model, ordering=ordering, reference="Paris", rounds=2, max_rounds=2))
+        assert of(events, RoundStarted)[1].order == expected
+    with pytest.raises(ConfigError) as err:
+        make_config(model, ordering="truth_last")
+    assert err.value.field == "reference"
+
+
+def test_random_order_is_reproducible_with_a_seed(script, roles):
+    model, _ = script(roles())
+    orders = []
+    for _ in range(2):
+        events, _ = run(make_config(model, n=5, ordering="random", seed=7, rounds=3, max_rounds=3))
+        orders.append([e.order for e in of(events, RoundStarted)])
+    assert orders[0] == orders[1]
+    assert len({tuple(o) for o in orders[0]}) > 1  # it does shuffle
+
+
+def test_seed_reaches_the_backend(script, roles):
+    model, s = script(roles())
+    run(make_config(model, rounds=1, max_rounds=1, seed=123))
+    assert s.history and all(call["seed"] == 123 for call in s.history)
+
+
+# ----- personas, challenge, failures --------------------------------------------------------------
+def test_generated_personas_are_unique_with_bounded_retries(script, roles):
+    personas = iter(["Geographer: knows capitals", "Geographer: again", "Historian: knows France",
+                     "Historian: dup", "Historian: dup", "Historian: dup"])
+    model, _ = script(roles(persona=lambda m, meta: next(personas)))
+    events, _ = run(make_config(model, rounds=1, max_rounds=1, auto_personas=True))
+    assigned = of(events, PersonasAssigned)[0].personas
+    assert assigned["Agent 1"] == "Geographer: knows capitals"
+    assert assigned["Agent 2"] == "Historian: knows France"
+    assert assigned["Agent 3"].startswith("Participant 3")  # three duplicates: neutral fallback
+    assert len(turns(events, "persona")) == 1 + 2 + 3  # Agent 2 retried once, Agent 3 three times
+    assert "Geographer" in turns(events, "discussion")[0].prompt[0]["content"]
+
+
+def test_challenge_step_is_recorded(script, roles):
+    model, _ = script(roles(challenge=lambda m, meta: "DISAGREE" if meta["agent"] == "Agent 2" and
+                            "Give the answer" not in m[-1]["content"] else "It is Lyon.\nFinal answer: Lyon"))
+    events, _ = run(make_config(model, rounds=1, max_rounds=1, challenge=True))
+    results = {c.agent: c for c in of(events, ChallengeResult)}
+    assert results["Agent 2"].agrees is False and results["Agent 2"].new_answer == "Lyon"
+    assert results["Agent 1"].agrees is None or results["Agent 1"].agrees is not False
+
+
+def test_failed_model_is_retried_then_recorded_failed(script, roles):
+    model, s = script(roles(), faults={0: "rate_limit", 2: "exception"})  # the retry is call 1
+    events, engine = run(make_config(model, rounds=1, max_rounds=1, retry_base_delay=0.0))
+    first, second = turns(events, "discussion")[:2]
+    assert first.status == "ok" and first.attempts == 2  # rate limit retried
+    assert second.status == "failed" and "RuntimeError" in second.error  # not transient: failed at once
+    assert engine.status == "finished"  # the debate goes on without the failed turn
+    assert "Agent 2" not in of(events, DecisionReached)[0].solution_agents
+
+
+# ----- steering ------------------------------------------------------------------------------
+def test_stop_mid_turn_keeps_partial_turn_and_nobody_speaks_after(script, tmp_path):
+    long = " ".join(f"word{i}" for i in range(200)) + "\nFinal answer: Paris"
+    model, _ = script([long], token_delay=0.01)
+    controller = Controller()
+    store = Store(tmp_path / "s.db")
+    engine = DebateEngine(make_config(model, rounds=1, max_rounds=1), controller=controller, store=store)
+    events = []
+    for event in engine.run():
+        events.append(event)
+        if isinstance(event, TokenReceived) and event.agent == "Agent 2" and "word5" in event.text:
+            controller.stop()
+    assert engine.status == "stopped"
+    started = [e.agent for e in of(events, TurnStarted)]
+    assert "Agent 3" not in started  # must not happen: the next agent never speaks
+    partial = turns(events)[-1]
+    assert partial.agent == "Agent 2" and partial.status == "interrupted"
+    assert "word5" in partial.content and "Final answer" not in partial.content
+    stored = store.turns(engine.debate_id)
+    assert [t.status for t in stored] == ["ok", "interrupted"]
+    assert store.get_debate(engine.debate_id)["status"] == "stopped"
+
+
+def test_message_to_one_agent_reaches_only_that_agents_next_prompt(script, roles):
+    controller = Controller()
+    model, _ = script(roles())
+    engine = DebateEngine(make_config(model, rounds=2, max_rounds=2), controller=controller)
+    events = []
+    for event in engine.run():
+        events.append(event)
+        if isinstance(event, TurnFinished) and event.turn.agent == "Agent 1" and event.turn.round == 1:
+            controller.say("Consider Marseille too", targets=["Agent 3"])
+    steer = of(events, SteeringApplied)
+    assert steer[0].targets == ["Agent 3"] and steer[0].message == "Consider Marseille too"
+    with_msg = [t for t in turns(events) if "Consider Marseille too" in user_text(t)]
+    assert [(t.agent, t.round) for t in with_msg] == [("Agent 3", 1)]
+
+
+def test_message_to_all_and_unknown_target(script, roles):
+    controller = Controller()
+    model, _ = script(roles())
+    engine = DebateEngine(make_config(model, rounds=1, max_rounds=1), controller=controller)
+    with pytest.raises(ValueError):
+        controller.say("hi", targets=["Agent 9"])
+    controller.say("Be brief")
+    events = list(engine.run())
+    assert all("Be brief" in user_text(t) for t in turns(events, "discussion"))
+
+
+def test_force_decision_now(script, roles):
+    controller = Controller()
+    model, _ = script(roles(), token_delay=0.005)
+    engine = DebateEngine(make_config(model, rounds=3, max_rounds=5), controller=controller)
+    events = []
+    for event in engine.run():
+        events.append(event)
+        if isinstance(event, TurnStarted) and event.agent == "Agent 2" and event.round == 1:
+            controller.force_decision()  # while Agent 2 speaks: its turn ends, then the vote
+    decision = of(events, DecisionReached)[0]
+    assert decision.forced and decision.round == 1
+    assert [t.agent for t in turns(events, "discussion")] == ["Agent 1", "Agent 2"]  # Agent 3 never spoke
+    assert engine.status == "finished"
+
+
+def test_pause_blocks_until_resume(script, roles):
+    import queue as queue_module
+    controller = Controller()
+    paused = threading.Event()
+
+    def reply(messages, info):
+        if info["call_index"] == 0:
+            controller.pause()  # pause while Agent 1's reply is being streamed
+            paused.set()
+        return roles()(messages, info)
+    model, _ = script(reply)
+    engine = DebateEngine(make_config(model, rounds=1, max_rounds=1), controller=controller)
+    events = []
+    for event in engine.run():
+        events.append(event)
+        if isinstance(event, TurnStarted) and event.agent == "Agent 1":
+            assert paused.wait(timeout=10)
+            leaked = []  # must not happen: progress while paused (one token already in flight may pass)
+            with pytest.raises(queue_module.Empty):
+                while True:
+                    leaked.append(engine._events.get(timeout=0.5))
+            assert len(leaked) <= 1 and all(isinstance(e, TokenReceived) for e in leaked)
+            events.extend(leaked)
+            controller.resume()
+    actions = [e.action for e in of(events, SteeringApplied)]
+    assert actions == ["pause", "resume"]
+    assert engine.status == "finished" and turns(events, "discussion")[0].status == "ok"
+
+
+# ----- persistence, resume, fork ------------------------------------------------------------------
+def test_every_turn_on_disk_and_resume_continues(script, roles, tmp_path):
+    store = Store(tmp_path / "r.db")
+    model, s = script(roles(), token_delay=0.005)
+    controller = Controller()
+    cfg = make_config(model, rounds=2, max_rounds=2)
+    engine = DebateEngine(cfg, controller=controller, store=store)
+    for event in engine.run():
+        if isinstance(event, TokenReceived) and engine.round == 2 and event.agent == "Agent 2":
+            controller.stop()
+    debate_id = engine.debate_id
+    assert [t.status for t in store.turns(debate_id)] == ["ok"] * 4 + ["interrupted"]
+    store.set_status(debate_id, "interrupted")  # as if the process had died
+    calls_before = s.calls
+
+    from mad_core import resume_debate
+    events = list(resume_debate(debate_id, store))
+    new_calls = s.calls - calls_before
+    assert of(events, DecisionReached)
+    # only Agent 2 and 3 of round 2 plus 3 extractions and 3 votes were new model calls
+    assert new_calls == 2 + 3 + 3
+    stored = store.turns(debate_id)
+    assert len([t for t in stored if t.kind == "discussion" and t.status == "ok"]) == 6
+    assert [t.agent for t in stored if t.status == "interrupted"] == ["Agent 2"]  # the cut turn is kept
+    assert store.get_debate(debate_id)["status"] == "finished"
+
+
+def test_fork_inherits_history_and_links_parent(script, roles, tmp_path):
+    from mad_core import fork_debate
+    store = Store(tmp_path / "f.db")
+    model, s = script(roles())
+    engine = DebateEngine(make_config(model, rounds=2, max_rounds=2), store=store)
+    list(engine.run())
+    parent = engine.debate_id
+    upto = store.turns(parent)[3].seq  # Agent 1, round 2
+    child = fork_debate(parent, upto, store)
+    calls_before = s.calls
+    list(child.run())
+    record = store.get_debate(child.debate_id)
+    assert record["parent_id"] == parent and record["forked_from_seq"] == upto
+    child_turns = store.turns(child.debate_id)
+    assert [t.content for t in child_turns[:4]] == [t.content for t in store.turns(parent)[:4]]
+    assert s.calls - calls_before == 2 + 3 + 3  # only what came after the fork point
+
+
+# ----- config errors --------------------------------------------------------------------------
+@pytest.mark.parametrize("change,field", [
+    ({"protocol": "telepathy"}, "protocol"),
+    ({"paradigm": "chaos"}, "paradigm"),
+    ({"ordering": "alphabetical"}, "ordering"),
+    ({"rounds": 0}, "rounds"),
+    ({"rounds": -2}, "rounds"),
+    ({"max_rounds": 1, "rounds": 3}, "max_rounds"),
+    ({"consensus_threshold": 1.5}, "consensus_threshold"),
+    ({"tit_for_tat": 4}, "tit_for_tat"),
+    ({"agents": []}, "agents"),
+    ({"agents": [{"label": "A", "model": "nosuchprovider/x"}]}, "agents[0].model"),
+    ({"agents": [{"label": "A", "model": "scripted/never-registered"}]}, "agents[0].model"),
+    ({"agents": [{"label": "A", "max_tokens": 0}]}, "agents[0].max_tokens"),
+    ({"surprise": 1}, "surprise"),
+])
+def test_bad_config_names_the_field_before_anything_runs(change, field, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        DebateConfig.from_dict({"question": "q", **change})
+    assert err.value.field == field
+    if field in ("protocol", "paradigm", "ordering"):
+        assert "valid choices" in str(err.value)
+
+
+def test_malformed_yaml_is_a_config_error(tmp_path):
+    from mad_core import load_config
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("question: [unclosed\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(bad)
+    assert err.value.field == "config"
+
+
+def test_engine_never_imports_streamlit():
+    import subprocess
+    import sys
+    code = ("import sys, mad_core, mad_core.engine, mad_core.live, mad_core.view, mad_core.store, mad_core.metrics, "
+            "mad_core.cli; assert 'streamlit' not in sys.modules, 'streamlit imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
