@@ -436,3 +436,6 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before a debate started (e.g. while models load)
+        print("\nInterrupted.", file=sys.stderr)
+        return EXIT_BY_STATUS["stopped"]

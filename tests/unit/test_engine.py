@@ -482,7 +482,7 @@ def test_pause_blocks_until_resume(script, roles):
     events = []
     for event in engine.run():
         events.append(event)
-        if isinstance(event, TurnStarted) and event.agent == "Agent 1":
+        if isinstance(event, TurnStarted) and event.agent == "Agent 1" and event.kind == "discussion":
             assert paused.wait(timeout=10)
             leaked = []  # must not happen: progress while paused (one token already in flight may pass)
             with pytest.raises(queue_module.Empty):

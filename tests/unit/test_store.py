@@ -410,6 +410,15 @@ def test_markdown_handout_contains_the_debate(store):
     assert "<" not in md  # no HTML of our own
 
 
+def test_markdown_shows_only_failed_attempts_besides_the_decision(store):
+    store.create_debate("a" * 32, CONFIG)
+    store.record(DecisionAttempted(round=1, protocol="simple_voting", reached=True, reason="solution 1 won"))
+    store.record(DecisionReached(round=1, protocol="simple_voting", answer="CO2", winner_agent=None, winner_index=0))
+    md = store.to_markdown("a" * 32)
+    assert "**Decision (simple_voting):** CO2" in md
+    assert "No decision" not in md and "solution 1 won" not in md
+
+
 def test_markdown_keeps_model_text_as_is(store):
     store.create_debate("a" * 32, CONFIG)
     store.record(TurnFinished(turn=make_turn(0, "Agent 1", "x < y and <b>bold</b>")))
