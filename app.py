@@ -35,20 +35,19 @@ def watch(debate_id: str) -> None:
         st.session_state.pop(DEBATE_ID, None)
         return
     was_running = debate is not None and not debate.done
-    every = 0.5 if was_running else None
+    with st.sidebar:
+        st.subheader("Steer the debate")
+        controls.render_controls(debate, view.agents)
 
-    @st.fragment(run_every=every)
-    def status() -> None:
-        current, now = load(debate_id)
-        transcript.render_status(now, current)
-
-    @st.fragment(run_every=every)
+    # One auto-refreshing fragment only: several run_every fragments interrupt each other.
+    @st.fragment(run_every=0.5 if was_running else None)
     def body() -> None:
         current, now = load(debate_id)
+        transcript.render_status(now, current)
         transcript.render_decision(now)
         if now.status != "running":
             transcript.render_reference(now, f"reveal_{debate_id}")
-        st.markdown(f"**{now.config.get('question', '')}**")
+        st.markdown(now.config.get("question", ""))
         with st.container(height=640, autoscroll=True, key="transcript"):
             transcript.render_transcript(now)
         transcript.render_usage(now)
@@ -56,8 +55,6 @@ def watch(debate_id: str) -> None:
         if was_running and (current is None or current.done):
             st.rerun(scope="app")  # the debate ended: redraw the controls (now disabled) once
 
-    status()
-    controls.render_controls(debate, view.agents)
     body()
 
 

@@ -30,30 +30,27 @@ def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
     active = debate is not None and not debate.done and not debate.controller.stopped
     paused = active and debate.controller.paused
     controller = debate.controller if debate is not None else None
-    with st.container(key="controls", border=True):
-        cols = st.columns(4)
-        cols[0].button("Pause", key="pause", icon="⏸️", disabled=not active or paused, width="stretch",
-                       on_click=getattr(controller, "pause", None))
-        cols[1].button("Resume", key="resume", icon="▶️", disabled=not paused, width="stretch",
-                       on_click=getattr(controller, "resume", None))
-        cols[2].button("Stop", key="stop", icon="⏹️", disabled=not active, width="stretch",
-                       on_click=getattr(controller, "stop", None))
-        cols[3].button("Decide now", key="force_decision", icon="⚖️", width="stretch",
-                       disabled=not active or controller.force_requested,
-                       on_click=getattr(controller, "force_decision", None),
-                       help="Skip the remaining rounds: the protocol decides now (or its fallback rule does).")
-        left, right = st.columns(2)
-        with left:
-            st.text_input("Message to all agents", key="say_all_text", disabled=not active,
-                          placeholder="e.g. Check the units again.")
-            st.button("Send to all", key="say_all_send", disabled=not active,
-                      on_click=_say, args=(debate, "say_all_text", False))
-        with right:
-            st.selectbox("Message to one agent", labels or ["-"], key="say_one_agent", disabled=not active)
-            st.text_input("Message", key="say_one_text", disabled=not active, label_visibility="collapsed",
-                          placeholder="private message")
-            st.button("Send to this agent", key="say_one_send", disabled=not active,
-                      on_click=_say, args=(debate, "say_one_text", True))
+    with st.container(key="controls"):
+        top, bottom = st.columns(2), st.columns(2)
+        top[0].button("Pause", key="pause", icon="⏸️", disabled=not active or paused, width="stretch",
+                      on_click=getattr(controller, "pause", None))
+        top[1].button("Resume", key="resume", icon="▶️", disabled=not paused, width="stretch",
+                      on_click=getattr(controller, "resume", None))
+        bottom[0].button("Stop", key="stop", icon="⏹️", disabled=not active, width="stretch",
+                         on_click=getattr(controller, "stop", None))
+        bottom[1].button("Decide now", key="force_decision", icon="⚖️", width="stretch",
+                         disabled=not active or controller.force_requested,
+                         on_click=getattr(controller, "force_decision", None),
+                         help="Skip the remaining rounds: the protocol decides now (or its fallback rule does).")
+        st.text_input("Message to all agents", key="say_all_text", disabled=not active,
+                      placeholder="e.g. Check the units again.")
+        st.button("Send to all", key="say_all_send", disabled=not active,
+                  on_click=_say, args=(debate, "say_all_text", False))
+        st.selectbox("Message to one agent", labels or ["-"], key="say_one_agent", disabled=not active)
+        st.text_input("Private message", key="say_one_text", disabled=not active, label_visibility="collapsed",
+                      placeholder="private message")
+        st.button("Send to this agent", key="say_one_send", disabled=not active,
+                  on_click=_say, args=(debate, "say_one_text", True))
         notice = st.session_state.pop(NOTICE, None)
         if notice:
             (st.error if notice[0] == "error" else st.success)(notice[1])

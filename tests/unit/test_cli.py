@@ -234,7 +234,7 @@ def test_ctrl_c_stops_the_debate_gracefully(capsys, monkeypatch):
             calls.append(info)
             first = len(calls) == 1
         if first:
-            os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl-C while Agent 1 speaks
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # Ctrl-C while Agent 1 speaks
         assert stopped.wait(10), "Ctrl-C did not reach the controller"
         return "4"
 
