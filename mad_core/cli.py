@@ -281,6 +281,7 @@ def _stream(events: Iterable[Event], controller: Any, store: Store, debate_id: C
                     status = event.status
         except KeyboardInterrupt:
             status = "stopped"
+            getattr(events, "close", lambda: None)()  # stops the engine and waits for its thread
             if debate_id():
                 store.set_status(debate_id(), status)
             print("\nDebate stopped.", file=sys.stderr)
@@ -314,6 +315,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     debate_id = _debate_id(store, args.id)
+    debate = store.get_debate(debate_id)
+    if debate["status"] == "running":
+        raise CliError(f"debate {debate_id[:8]} is still running (process {debate['pid']} on {debate['host']})")
     from .engine import Controller, resume_debate
 
     controller = Controller()

@@ -337,21 +337,23 @@ class Store:
         """Mark 'running' debates whose process is gone as 'interrupted'; return their ids."""
         host, now = socket.gethostname(), time.time()
         dead = [
-            row["id"]
+            row
             for row in self.db.query("SELECT id, pid, host, updated_at FROM debates WHERE status = 'running'")
             if not (_pid_alive(row["pid"]) if row["host"] == host
                     else now - (row["updated_at"] or 0) < STALE_AFTER_S)
         ]
         with self.db.atomic():
-            for debate_id in dead:
-                self._update_debate(debate_id, status="interrupted")
-        return dead
+            for row in dead:  # unless another process took the debate over meanwhile
+                self.db.execute("UPDATE debates SET status = 'interrupted' WHERE id = ? AND status = 'running' "
+                                "AND pid IS ? AND host IS ?", [row["id"], row["pid"], row["host"]])
+        return [row["id"] for row in dead]
 
     def reset_derived(self, debate_id: str) -> None:
-        """Forget votes, decisions and challenges before a resume replays them from the turns."""
+        """Forget votes, decisions, challenges and the answer before a resume replays them from the turns."""
         with self.db.atomic():
             for table in DERIVED_TABLES:
                 self.db[table].delete_where("debate_id = ?", [debate_id])
+            self._update_debate(debate_id, answer=None)
 
     def delete_debate(self, debate_id: str) -> None:
         with self.db.atomic():
@@ -416,8 +418,8 @@ class Store:
         prefix = prefix.strip()
         if not prefix:
             raise LookupError("no debate id given")
-        ids = [r["id"] for r in self.db.query(
-            "SELECT id FROM debates WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC", [_like_escape(prefix) + "%"])]
+        sql = "SELECT id FROM debates WHERE id LIKE ? ESCAPE '\\' ORDER BY created_at DESC"
+        ids = [row["id"] for row in self.db.query(sql, [_like_escape(prefix) + "%"])]
         if prefix in ids:
             return prefix
         if not ids:

@@ -182,7 +182,7 @@ def timeline_figure(view: DebateView) -> go.Figure | None:
 
 
 # ----- rendering ------------------------------------------------------------------------------
-def _chart(container_key: str, title: str, fig: go.Figure | None, empty: str = EMPTY) -> None:
+def chart(container_key: str, title: str, fig: go.Figure | None, empty: str = EMPTY) -> None:
     with st.container(key=container_key, border=True):
         if fig is None:
             st.markdown(f"**{title}**")
@@ -193,17 +193,18 @@ def _chart(container_key: str, title: str, fig: go.Figure | None, empty: str = E
 
 def render_plots(view: DebateView) -> None:
     """The four live plots, in a 2 x 2 grid, keyed plot_diversity / plot_entropy / plot_votes / plot_timeline."""
-    diversity = diversity_series(view)
+    with st.spinner("Computing answer diversity (the first time loads the SBERT model)…"):
+        diversity = diversity_series(view)
     entropy = entropy_series(view)
     votes = vote_rounds(view)
     left, right = st.columns(2)
     with left:
-        _chart("plot_diversity", "Answer diversity (SBERT)",
+        chart("plot_diversity", "Answer diversity (SBERT)",
                line_figure({"diversity": diversity}, "Answer diversity (SBERT, 1 - cosine)", "diversity")
                if diversity else None)
-        _chart("plot_votes", "Votes", votes_figure(votes, view.config.get("protocol", "")) if votes else None,
+        chart("plot_votes", "Votes", votes_figure(votes, view.config.get("protocol", "")) if votes else None,
                "Appears after the first round's vote or decision attempt.")
     with right:
-        _chart("plot_entropy", "Entropy of answers",
+        chart("plot_entropy", "Entropy of answers",
                line_figure({"entropy": entropy}, "Entropy of the agents' answers", "bits") if entropy else None)
-        _chart("plot_timeline", "Answer timeline", timeline_figure(view))
+        chart("plot_timeline", "Answer timeline", timeline_figure(view))

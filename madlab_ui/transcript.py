@@ -247,14 +247,21 @@ def render_usage(view: DebateView) -> None:
     with st.container(key="usage", border=True):
         st.markdown("**Cost and progress**")
         rows = [{"agent": agent, "calls": u.calls, "prompt tokens": u.prompt_tokens,
-                 "completion tokens": u.completion_tokens, "seconds": round(u.seconds, 1)}
+                 "completion tokens": u.completion_tokens, "seconds": u.seconds}
                 for agent, u in view.usage.items()]
         if rows:
             rows.append({"agent": "total", "calls": sum(r["calls"] for r in rows),
                          "prompt tokens": sum(r["prompt tokens"] for r in rows),
                          "completion tokens": sum(r["completion tokens"] for r in rows),
-                         "seconds": round(sum(r["seconds"] for r in rows), 1)})
-            st.table(rows)
-        streaming = len(view.running_turns)
-        st.caption(f"elapsed {view.elapsed_s:.1f} s · {len(view.turns)} model calls"
-                   + (f" · {streaming} streaming now" if streaming else ""))
+                         "seconds": sum(r["seconds"] for r in rows)})
+            st.table([{**row, "seconds": f"{row['seconds']:.1f}"} for row in rows])
+        render_usage_line(view)
+
+
+def render_usage_line(view: DebateView) -> None:
+    """Totals in one line: tokens, model seconds, elapsed time."""
+    tokens = sum(u.prompt_tokens + u.completion_tokens for u in view.usage.values())
+    seconds = sum(u.seconds for u in view.usage.values())
+    streaming = len(view.running_turns)
+    st.caption(f"{tokens} tokens · {seconds:.1f} s in model calls · elapsed {view.elapsed_s:.1f} s · "
+               f"{len(view.turns)} model calls" + (f" · {streaming} streaming now" if streaming else ""))

@@ -10,7 +10,7 @@ import uuid
 
 from playwright.sync_api import Locator, Page, expect
 
-LIVE_TIMEOUT = 60_000  # ms: a scripted debate on a slow 2-core machine
+LIVE_TIMEOUT = 120_000  # ms: a scripted debate on a slow, shared 2-core machine
 
 
 def key(page: Page | Locator, name: str) -> Locator:

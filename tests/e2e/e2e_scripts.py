@@ -31,8 +31,9 @@ def debate_script(discussion: list[str], n_agents: int, answer: str = "42", **pa
 XSS_TEXT = 'Look: <script>window.__xss=1</script> and <img src=x onerror="window.__xss=2"> done'
 
 SCRIPTS: dict[str, dict] = {
-    # 1. streaming: ~25 words per reply at 0.15 s per piece (about 3.6 s per turn).
-    "stream": debate_script([reply("sa", 24), reply("sb", 24), reply("sc", 24)], 3, token_delay=0.15),
+    # 1. streaming: ~30 words per reply at 0.2 s per piece (about 6 s per turn): after the 3rd
+    #    word shows, more than 5 s of text is still to come even on a loaded machine.
+    "stream": debate_script([reply("sa", 30), reply("sb", 30), reply("sc", 30)], 3, token_delay=0.2),
     # 2. stop mid-turn: 30 words at 0.3 s (9 s per turn) leaves a wide window to press Stop.
     "slow": debate_script([reply("la", 30), reply("lb", 30), reply("lc", 30)], 3, token_delay=0.3),
     # 3. message to one agent: 6 s per turn; agent 3 speaks ~12 s after agent 1 starts.

@@ -23,7 +23,7 @@ def test_message_to_one_agent_reaches_only_its_prompt(page, server, store):
     fill(page, "say_one_text", message)
     click(page, "say_one_send")
 
-    expect_status(page, "finished", timeout=90_000)
+    expect_status(page, "finished", timeout=180_000)
     expect(turn(page, 2)).to_contain_text("Agent 3")
     expect(open_disclosure(page, "prompt_2")).to_contain_text(message)
     # Must not happen: the message shows up in another agent's prompt.

@@ -16,12 +16,12 @@ def test_turn_text_grows_while_streaming(page, server, store):
     start(page)
 
     first = turn(page, 0)
-    reply = words("sa", 24)
+    reply = words("sa", 30)
     expect(first).to_contain_text(reply[2], timeout=LIVE_TIMEOUT)
     early = first.inner_text()
     # Must not happen: the whole reply arriving at once (the bubble is complete when first seen).
     assert reply[-1] not in early, f"turn_0 was already complete when its 3rd word appeared: {early!r}"
-    expect(first).to_contain_text(reply[12])
+    expect(first).to_contain_text(reply[15])
     later = first.inner_text()
     assert len(later) > len(early), (early, later)
     expect(first).to_contain_text("Agent 1")

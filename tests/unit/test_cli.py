@@ -252,6 +252,26 @@ def test_ctrl_c_stops_the_debate_gracefully(capsys, monkeypatch):
         assert store.votes(debate["id"]) == [] and store.decisions(debate["id"]) == []
 
 
+def test_a_second_ctrl_c_stops_at_once_and_leaves_no_engine_thread(capsys, monkeypatch):
+    from mad_core.cli import Printer
+    from mad_core.events import TokenReceived
+
+    show = Printer.__call__
+
+    def interrupted(self, event):
+        if isinstance(event, TokenReceived):
+            raise KeyboardInterrupt  # as the default handler does on a second Ctrl-C
+        show(self, event)
+
+    monkeypatch.setattr(Printer, "__call__", interrupted)
+    code, out, err = run_cli(capsys, *RUN)
+    assert code == 130 and "Debate stopped." in err
+    assert not [t for t in threading.enumerate() if t.name.startswith("madlab-debate")]
+    with Store() as store:
+        (debate,) = store.list_debates()
+        assert debate["status"] == "stopped" and store.decisions(debate["id"]) == []
+
+
 def test_resume_finishes_an_interrupted_debate(capsys):
     code, out, _ = run_cli(capsys, *RUN)
     with Store() as store:
@@ -271,6 +291,12 @@ def test_resume_finishes_an_interrupted_debate(capsys):
         assert [t for t in store.turns(debate_id) if t.kind == "discussion"] == kept  # not asked again
         assert len(store.votes(debate_id)) == 2  # replayed votes are not doubled
         assert sum(d["final"] for d in store.decisions(debate_id)) == 1
+
+
+def test_resume_refuses_a_running_debate(capsys):
+    stored_debate("4d" + "0" * 30, "Still going?", "words", status="running")
+    code, out, err = run_cli(capsys, "resume", "4d")
+    assert code == 2 and out == "" and "still running" in err
 
 
 def test_python_dash_m_runs_the_cli_without_streamlit(tmp_path):

@@ -238,6 +238,18 @@ def test_debate_started_creates_an_unknown_debate_and_resumes_a_known_one(store)
     assert (debate["status"], debate["pid"], debate["finished_at"]) == ("running", os.getpid(), None)
 
 
+def test_reset_derived_forgets_what_a_resume_replays(store):
+    debate_id = run_debate(store)
+    store.annotate(debate_id, "turn-0", "keep")
+    before = row_counts(store)
+    store.reset_derived(debate_id)
+    after = row_counts(store)
+    assert (after["votes"], after["decisions"], after["challenges"]) == (0, 0, 0)
+    assert {k: v for k, v in after.items() if k not in ("votes", "decisions", "challenges")} == \
+        {k: v for k, v in before.items() if k not in ("votes", "decisions", "challenges")}
+    assert store.get_debate(debate_id)["answer"] is None
+
+
 def test_fork_keeps_parent_and_seq(store):
     store.create_debate("c" * 32, CONFIG, parent_id="a" * 32, forked_from_seq=4)
     debate = store.get_debate("c" * 32)
@@ -403,7 +415,8 @@ def test_markdown_handout_contains_the_debate(store):
                  "failed: model crashed", "**Answer:** CO2", "- Agent 1: solution 1", "- Agent 2: invalid (no number)",
                  "**No decision (simple_voting):** tie", "**Decision (simple_voting) (forced):** CO2 — Agent 1",
                  "**Agent 2:** scripted/other — A botanist.", "**Reference answer:** CO2",
-                 "**Final answer:** CO2", "> **wrong**: oxygen is an output", "- Agent 2 challenges — proposes O2", "- Agent 1 takes no clear stance",
+                 "**Final answer:** CO2", "> **wrong**: oxygen is an output", "- Agent 2 challenges — proposes O2",
+                 "- Agent 1 takes no clear stance",
                  "message → Agent 2: Check the light reactions."):
         assert text in md, text
     assert md.index("Plants absorb") < md.index("Chlorophyll") < md.index("## Round 2")
