@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
@@ -16,7 +17,8 @@ from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
 from mad_core.store import Store
 
-APP = "app.py"
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
 TRANSCRIPTS = "pages/1_Transcripts.py"
 COMPARE = "pages/2_Compare.py"
 MODELS = "pages/3_Models.py"
@@ -27,7 +29,7 @@ HELD = "apptest_held"
 def reply(messages, info) -> str:
     """Discussion turns name their agent and a distinctive word; votes pick solution 1."""
     meta = info["metadata"]
-    kind, agent = meta["kind"], meta["agent"]
+    kind, agent = meta.get("kind", "discussion"), meta.get("agent", "A model")
     if kind == "vote":
         return "1"
     if kind == "extraction":

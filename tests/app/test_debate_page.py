@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from app_helpers import HELD, SCRIPT, app, join, keys, texts
+from app_helpers import APP, HELD, SCRIPT, app, join, keys, texts
+from streamlit.testing.v1 import AppTest
 
 from mad_core import live
 from mad_core.config import DebateConfig
@@ -11,11 +12,12 @@ from mad_core.store import Store
 from madlab_ui.forms import form_config, load_presets
 
 
-def fill(at, question="What is the capital of France?", model=f"scripted/{SCRIPT}", n=3):
+def fill(at, question="What is the capital of France?", model=f"scripted/{SCRIPT}", n=3, models=None):
     at.text_area(key="question").set_value(question)
     at.number_input(key="n_agents").set_value(n)
     for i in range(n):
-        at.session_state[f"agent_model_{i}"] = model  # AppTest cannot type a new selectbox option
+        # AppTest cannot type a new selectbox option: the state is set, the page lists the current value.
+        at.session_state[f"agent_model_{i}"] = (models or {}).get(i, model)
     at.number_input(key="rounds").set_value(1)
     at.number_input(key="max_rounds").set_value(2)
     return at.run()
@@ -40,7 +42,6 @@ def test_rounds_above_max_rounds_shows_error_under_max_rounds_and_starts_nothing
 
 @pytest.mark.parametrize("setup, expected", [
     (lambda at: at.text_area(key="question").set_value("   "), "error_question"),
-    (lambda at: at.session_state.__setitem__("agent_model_1", "nosuchprovider/model"), "error_agent_model_1"),
     (lambda at: at.text_input(key="agent_label_2").set_value("Agent 1"), "error_n_agents"),
     (lambda at: at.selectbox(key="ordering").set_value("truth_last"), "error_reference"),
 ])
@@ -51,6 +52,17 @@ def test_config_error_is_shown_under_its_field(setup, expected):
     at.button(key="start").click().run()
     assert error_keys(at) == {expected}
     assert texts(at.get_by_key(expected)).strip()
+    assert Store().list_debates() == []
+
+
+def test_unknown_model_error_is_shown_under_that_agents_model():
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.session_state["agent_model_1"] = "nosuchprovider/model"  # typed by hand: not one of the listed models
+    at = fill(at.run(), models={1: "nosuchprovider/model"})
+    assert at.selectbox(key="agent_model_1").value == "nosuchprovider/model"
+    at.button(key="start").click().run()
+    assert error_keys(at) == {"error_agent_model_1"}
+    assert "nosuchprovider" in texts(at.get_by_key("error_agent_model_1"))
     assert Store().list_debates() == []
 
 
@@ -178,7 +190,10 @@ def test_steering_buttons_call_the_controller(gate):
 def test_empty_message_is_refused_without_steering(gate):
     at = fill(app(), model=f"scripted/{HELD}")
     at.button(key="start").click().run()
-    debate = live.get(at.session_state["debate_id"])
+    debate_id = at.session_state["debate_id"]
     at.button(key="say_all_send").click().run()
     assert "empty" in texts(at.sidebar).lower()
-    assert debate.controller.take_actions() == []
+    at.button(key="stop").click().run()
+    gate.opened.set()
+    join(debate_id)
+    assert [s["action"] for s in Store().steering(debate_id)] == ["stop"]

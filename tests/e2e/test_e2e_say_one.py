@@ -23,6 +23,8 @@ def test_message_to_one_agent_reaches_only_its_prompt(page, server, store):
     fill(page, "say_one_text", message)
     click(page, "say_one_send")
 
+    expect(key(page, "steer_0")).to_contain_text(message, timeout=LIVE_TIMEOUT)
+    expect(key(page, "steer_0")).to_contain_text("Agent 3")
     expect_status(page, "finished", timeout=180_000)
     expect(turn(page, 2)).to_contain_text("Agent 3")
     expect(open_disclosure(page, "prompt_2")).to_contain_text(message)
@@ -35,7 +37,7 @@ def test_message_to_one_agent_reaches_only_its_prompt(page, server, store):
 
     record = debate_by_question(store, question)
     turns = store.turns(record["id"])
-    third = next(t for t in turns if t.seq == turns[2].seq)
+    third = turns[2]  # turn_2 in the UI: Agent 3's round-1 reply
     assert third.agent == "Agent 3" and third.kind == "discussion"
     assert any(message in m["content"] for m in third.prompt)
     leaked = [(t.seq, t.agent, t.kind) for t in turns

@@ -1,0 +1,188 @@
+"""The Transcripts page: list, search, filters, an opened debate, annotations, exports, fork,
+reattach, resume and replay, on debates that a scripted model really ran."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, run_debate, texts
+
+from mad_core import live
+from mad_core.store import Store
+from mad_core.view import stored_events
+from madlab_ui.browse import export_files, replay_view
+
+
+def listed(at) -> list[str]:
+    """The id8s of the debates in the list, in order."""
+    return [b.key.removeprefix("open_") for b in at.get_by_key("debate_list").button if b.key.startswith("open_")]
+
+
+def open_debate(debate_id: str):
+    at = app(TRANSCRIPTS)
+    at.button(key=f"open_{debate_id[:8]}").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_list_is_newest_first_with_question_protocol_models_status_and_outcome():
+    first = run_debate("Which river flows through Paris?")
+    second = run_debate("Which ocean is the largest?", protocol="solution_counting")
+    at = app(TRANSCRIPTS)
+    assert listed(at) == [second[:8], first[:8]]
+    row = texts(at.get_by_key(f"debate_row_{second[:8]}"))
+    for part in ("Which ocean is the largest?", "solution\\_counting", "scripted/apptest", "finished", "Paris"):
+        assert part in row
+
+
+def test_search_covers_turn_text_and_filters_narrow_the_list():
+    voting = run_debate("Which river flows through Paris?")
+    counting = run_debate("Which ocean is the largest?", protocol="solution_counting")
+    at = app(TRANSCRIPTS)
+    at.text_input(key="search").set_value("axolotl").run()  # a word only the agents' turns contain
+    assert set(listed(at)) == {voting[:8], counting[:8]}
+    at.text_input(key="search").set_value("ocean").run()
+    assert listed(at) == [counting[:8]]
+    at.text_input(key="search").set_value("no-such-word-anywhere").run()
+    assert listed(at) == []
+    at.text_input(key="search").set_value("").run()
+    at.selectbox(key="protocol_filter").set_value("simple_voting").run()
+    assert listed(at) == [voting[:8]]
+    at.selectbox(key="status_filter").set_value("stopped").run()
+    assert listed(at) == []
+
+
+def test_opened_debate_shows_every_turn_the_decision_and_plots():
+    debate_id = run_debate()
+    at = open_debate(debate_id)
+    turns = Store().turns(debate_id)
+    present = keys(at)
+    assert {f"turn_{k}" for k in range(len(turns))} <= present and f"turn_{len(turns)}" not in present
+    assert {"decision_card", "plot_diversity", "plot_entropy", "plot_votes", "plot_timeline", "usage",
+            "export_json", "export_md", "export_csv", "replay_speed", "replay_start"} <= present
+    assert "quokka" in texts(at.get_by_key("turn_1"))
+    assert "resume" not in present  # a finished debate cannot be resumed
+
+
+def test_reference_and_config_reference_stay_hidden_until_revealed():
+    debate_id = run_debate(reference="Marseille-ref")
+    at = open_debate(debate_id)
+    assert "Marseille-ref" not in texts(at.main)
+    at.button(key="reveal_reference").click().run()
+    assert "Marseille-ref" in texts(at.get_by_key("reference_revealed"))
+    assert "Marseille-ref" in "\n".join(str(c.value) for c in at.code)
+
+
+def test_annotation_is_stored_shown_on_its_turn_and_searchable():
+    debate_id = run_debate()
+    other = run_debate("Which ocean is the largest?")
+    at = open_debate(debate_id)
+    at.selectbox(key="tag_1").set_value("sycophancy")
+    at.text_input(key="note_1").set_value("caves in to gannetbird")
+    at.button(key="annotate_1").click().run()
+    turn = Store().turns(debate_id)[1]
+    notes = Store().annotations(debate_id)
+    assert [(n["turn_id"], n["tag"], n["note"]) for n in notes] == [(turn.id, "sycophancy", "caves in to gannetbird")]
+    shown = texts(at.get_by_key("turn_1"))
+    assert "sycophancy" in shown and "gannetbird" in shown
+    assert "gannetbird" not in texts(at.get_by_key("turn_0"))
+    at.text_input(key="search").set_value("gannetbird").run()
+    assert listed(at) == [debate_id[:8]] and other[:8] not in listed(at)
+
+
+def test_annotate_without_tag_stores_nothing():
+    debate_id = run_debate()
+    at = open_debate(debate_id)
+    at.button(key="annotate_0").click().run()
+    assert Store().annotations(debate_id) == []
+    assert "tag" in texts(at.get_by_key("turn_0")).lower()
+
+
+def test_exports_hold_the_whole_debate():
+    debate_id = run_debate(reference="Paris")
+    store = Store()
+    store.annotate(debate_id, store.turns(debate_id)[0].id, "new argument", "first mention")
+    files = export_files(store, debate_id)
+    assert set(files) == {"export_json", "export_md", "export_csv"}
+    data = json.loads(files["export_json"][1])
+    assert data["format"] == "madlab-debate" and data["debate"]["id"] == debate_id
+    assert [t["content"] for t in data["turns"]] == [t.content for t in store.turns(debate_id)]
+    assert data["annotations"][0]["tag"] == "new argument"
+    markdown = files["export_md"][1]
+    assert markdown.startswith("# What is the capital of France?") and "zebrafinch" in markdown
+    assert "first mention" in markdown
+    rows = list(csv.DictReader(io.StringIO(files["export_csv"][1])))
+    assert len(rows) == len(store.turns(debate_id)) and rows[0]["annotations"] == "new argument: first mention"
+    assert [f[2] for f in files.values()] == [f"debate-{debate_id[:8]}.{ext}" for ext in ("json", "md", "csv")]
+    at = open_debate(debate_id)
+    buttons = {b.key: b for b in at.get("download_button")}
+    assert set(buttons) == set(files)
+    assert buttons["export_json"].proto.url.endswith(".json") and buttons["export_csv"].proto.url.endswith(".csv")
+
+
+def test_fork_prefills_the_debate_page_and_starts_a_linked_debate():
+    parent = run_debate()
+    at = open_debate(parent)
+    turn = Store().turns(parent)[1]
+    at.button(key="fork_1").click().run()
+    fork = at.session_state["fork_request"]
+    assert (fork["parent_id"], fork["seq"], fork["turn_index"]) == (parent, turn.seq, 1)
+    at.switch_page(APP).run()  # AppTest stays on the page it was switched to; the browser follows switch_page
+    assert f"Forking from debate {parent[:8]} at turn 1" in texts(at.get_by_key("fork_banner"))
+    assert at.text_area(key="question").value == "What is the capital of France?"
+    assert at.session_state["agent_model_0"] == "scripted/apptest"
+    at.button(key="start").click().run()
+    child = at.session_state["debate_id"]
+    join(child)
+    record = Store().get_debate(child)
+    assert (record["parent_id"], record["forked_from_seq"], record["status"]) == (parent, turn.seq, "finished")
+    inherited = [t.content for t in Store().turns(child) if t.seq <= turn.seq]
+    assert inherited == [t.content for t in Store().turns(parent) if t.seq <= turn.seq]
+    assert "fork_request" not in at.session_state
+
+
+def test_running_debate_is_listed_first_and_can_be_reattached(gate):
+    run_debate()
+    running = live.start(config(model=f"scripted/{HELD}"), store=Store().path, owner="someone else")
+    at = app(TRANSCRIPTS)
+    assert f"reattach_{running.debate_id[:8]}" in {b.key for b in at.get_by_key("running_list").button}
+    at.button(key=f"reattach_{running.debate_id[:8]}").click().run()
+    assert at.session_state["debate_id"] == running.debate_id
+    at.switch_page(APP).run()
+    assert "running" in texts(at.get_by_key("debate_status"))
+    assert len(live.running()) == 1  # watching it did not start another one
+
+
+def test_interrupted_debate_resumes_in_the_background():
+    debate_id = run_debate()
+    store = Store()
+    store.set_status(debate_id, "interrupted")
+    at = open_debate(debate_id)
+    at.button(key="resume").click().run()
+    assert at.session_state["debate_id"] == debate_id
+    join(debate_id)
+    assert Store().get_debate(debate_id)["status"] == "finished"
+
+
+def test_replay_plays_turns_one_by_one():
+    debate_id = run_debate()
+    events = stored_events(Store(), debate_id)
+    turns = Store().turns(debate_id)
+    start = replay_view(events, 0.0)
+    assert [t.status for t in start.turns] == ["streaming"] and start.turns[0].text == ""
+    middle = replay_view(events, 2.5)
+    assert [t.text for t in middle.turns[:2]] == [t.content for t in turns[:2]]
+    assert middle.turns[2].status == "streaming"
+    assert middle.turns[2].text == turns[2].content[: len(turns[2].content) // 2]
+    assert middle.decision is None
+    end = replay_view(events, float(len(turns)))
+    assert len(end.turns) == len(turns) and end.decision is not None and end.status == "finished"
+
+    at = open_debate(debate_id)
+    at.slider(key="replay_speed").set_value(2.0)
+    at.button(key="replay_start").click().run()
+    assert at.session_state["replay"]["speed"] == 2.0
+    assert f"of {len(turns)} turns" in texts(at.get_by_key("transcript"))
+    at.button(key="replay_stop").click().run()
+    assert "replay" not in at.session_state
