@@ -43,6 +43,8 @@ def watch(debate_id: str) -> None:
     @st.fragment(run_every=0.5 if was_running else None)
     def body() -> None:
         current, now = load(debate_id)
+        if now is None:  # deleted meanwhile
+            return
         transcript.render_status(now, current)
         transcript.render_decision(now)
         if now.status != "running":

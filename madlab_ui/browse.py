@@ -13,6 +13,7 @@ import math
 import time
 
 import streamlit as st
+import yaml
 
 from mad_core import live, registry
 from mad_core.events import DEBATE_STATUSES, TurnFinished, TurnStarted
@@ -114,8 +115,6 @@ def render_debate(debate_id: str) -> None:
 
 
 def _dump(config: dict) -> str:
-    import yaml
-
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
 
 

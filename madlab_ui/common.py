@@ -41,11 +41,8 @@ OPEN_DEBATE = "open_debate"  # the debate opened on the Transcripts page
 
 
 def page_setup(title: str) -> None:
-    """Common page config, CSS and the form-state keeper. Call first on every page."""
+    """Common page config and the form-state keeper. Call first on every page."""
     st.set_page_config(page_title=f"MAD Lab · {title}", page_icon="🗣️", layout="wide")
-    css = ROOT / "assets" / "style.css"
-    if css.exists():
-        st.html(f"<style>{css.read_text(encoding='utf-8')}</style>")  # our own file, never user text
     from .forms import keep_form_state
 
     keep_form_state()

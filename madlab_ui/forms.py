@@ -18,7 +18,7 @@ import yaml
 
 from mad_core import live, prompts, registry
 from mad_core.config import AgentConfig, ConfigError, DebateConfig
-from mad_core.models import DEFAULT_MODEL, call_model, known_models
+from mad_core.models import DEFAULT_MODEL, call_model, ensure_registered, known_models
 
 from .common import DEBATE_ID, FORK_REQUEST, ROOT, id8, open_store, owner_id
 
@@ -59,10 +59,6 @@ def form_defaults() -> dict[str, Any]:
         for name, pattern in AGENT_KEYS.items():
             state[pattern.format(i=i)] = _agent_defaults(i)[name]
     return state
-
-
-def form_keys() -> list[str]:
-    return list(form_defaults())
 
 
 def keep_form_state() -> None:
@@ -231,6 +227,7 @@ def _choice(label: str, kind: str, key: str) -> None:
 
 
 def _model_options(current: str | None) -> list[str]:
+    ensure_registered()  # scripted models of a MADLAB_SCRIPTS file are listed too
     names = [m["name"] for m in known_models() if "<" not in m["name"]]
     return list(dict.fromkeys(names + ([current] if current else [])))
 
@@ -269,7 +266,8 @@ def _render_fields() -> None:
                  format_func=lambda p: presets[p]["title"] if p in presets else "(none: fill in yourself)")
     if st.session_state.get("preset") in presets:
         st.caption(f"Source: {presets[st.session_state['preset']]['source']}")
-    st.text_area("Question", key="question", height=90, placeholder="What should the agents answer?")
+    # height="content": a fixed-height text_area collapses to 0 px inside a scrolling container (Streamlit 1.67).
+    st.text_area("Question", key="question", height="content", placeholder="What should the agents answer?")
     error_slot("question")
     st.text_input("Task instruction (optional)", key="task", placeholder="e.g. Answer with the letter only.")
     error_slot("task")

@@ -140,6 +140,7 @@ def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, y
         fig.add_trace(go.Scatter(x=[r for r, _ in points], y=[v for _, v in points], mode="lines+markers",
                                  name=name, connectgaps=False))
     fig.update_xaxes(dtick=1)
+    fig.update_yaxes(rangemode="tozero")
     return _layout(fig, title, ytitle)
 
 

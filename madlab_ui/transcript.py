@@ -213,7 +213,7 @@ def render_decision(view: DebateView) -> None:
             rows = [{"solution": i + 1,
                      "agent": decision.solution_agents[i] if i < len(decision.solution_agents) else "",
                      "answer": short(text, 100),
-                     "score": decision.scores[i] if i < len(decision.scores) else None}
+                     "score": f"{decision.scores[i]:g}" if i < len(decision.scores) else "-"}
                     for i, text in enumerate(decision.solutions)]
             st.table(rows)
         elif decision.scores:

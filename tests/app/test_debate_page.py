@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from mad_core import live
 from mad_core.config import DebateConfig
+from mad_core.models.scripted import get_script
 from mad_core.prompts import TIT_FOR_TAT
 from mad_core.store import Store
 from madlab_ui.forms import form_config, load_presets
@@ -115,6 +116,25 @@ def test_tit_for_tat_explains_its_effect():
     at.selectbox(key="tit_for_tat").set_value(-1).run()
     assert TIT_FOR_TAT[3] not in texts(at.main)
     assert form_config(at.session_state)["tit_for_tat"] is None
+
+
+def test_generate_personas_asks_the_first_agents_model_with_the_persona_prompt():
+    at = fill(app(), question="Why is the sky blue?")
+    script = get_script(SCRIPT)
+    calls = len(script.history)
+    at.button(key="generate_personas").click().run()
+    asked = script.history[calls:]
+    assert len(asked) == 3 and all("panel of experts" in c["messages"][-1]["content"] for c in asked)
+    assert "Why is the sky blue?" in asked[0]["messages"][-1]["content"]
+    assert [at.text_input(key=f"agent_persona_{i}").value for i in range(3)] == \
+        ["A model thinks about the okapi."] * 3
+
+
+def test_generate_personas_needs_a_question():
+    at = app()
+    at.button(key="generate_personas").click().run()
+    assert "question first" in texts(at.main)
+    assert at.text_input(key="agent_persona_0").value == ""
 
 
 def test_start_runs_the_debate_in_the_background_and_shows_it():
