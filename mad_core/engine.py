@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import queue
 import random
+import sys
 import threading
 import time
 import uuid
@@ -180,6 +181,8 @@ class DebateEngine:
                 self._store = Store(self._store_path)
             self._debate()
         except Exception as exc:  # an engine bug or a broken store: end visibly, keep what is on disk
+            if _interpreter_exiting():
+                return  # the process is going away: the store marks the debate interrupted on next open
             self.status = "failed"
             self._emit(ErrorOccurred(f"{type(exc).__name__}: {exc}"))
             self._emit(DebateFinished("failed", None, reason=str(exc)))
@@ -563,6 +566,12 @@ class DebateEngine:
     def _push(self, event: Event) -> None:
         """Hand a transient event (tokens, turn start, retry) to the consumer from any thread."""
         self._events.put(event)
+
+
+def _interpreter_exiting() -> bool:
+    import concurrent.futures.thread as pool_module
+
+    return bool(getattr(pool_module, "_shutdown", False)) or sys.is_finalizing()
 
 
 def _first_line(text: str) -> str:

@@ -467,7 +467,11 @@ class Store:
         return self._children("agents", debate_id)
 
     def votes(self, debate_id: str) -> list[dict[str, Any]]:
-        return self._children("votes", debate_id)
+        rows = self._children("votes", debate_id)
+        for row in rows:  # JSON object keys are strings; cumulative ballots map solution index -> points
+            if isinstance(row.get("ballot"), dict):
+                row["ballot"] = {int(k): v for k, v in row["ballot"].items()}
+        return rows
 
     def decisions(self, debate_id: str) -> list[dict[str, Any]]:
         return self._children("decisions", debate_id)

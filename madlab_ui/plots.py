@@ -85,13 +85,6 @@ def agreement_series(view: DebateView) -> list[tuple[int, float]]:
     return [(rnd, metrics.agreement(list(a.values()))) for rnd, a in view.answers_by_round() if rnd in done]
 
 
-def _ballot(value: Any) -> Any:
-    """Ballots read back from JSON have string keys (cumulative voting); counting wants ints."""
-    if isinstance(value, dict):
-        return {int(k): v for k, v in value.items()}
-    return value
-
-
 def vote_rounds(view: DebateView) -> list[dict[str, Any]]:
     """Per round with votes or decision attempts: {"round", "unit", "labels", "counts"}."""
     protocol = view.config.get("protocol", "")
@@ -105,7 +98,7 @@ def vote_rounds(view: DebateView) -> list[dict[str, Any]]:
         names = [f"Solution {i + 1} ({solutions[i]})" if i < len(solutions) else f"Solution {i + 1}"
                  for i in range(n)]
         if protocol in VOTING_PROTOCOLS and votes:
-            ballots = [_ballot(v.ballot) if v.valid else None for v in votes if v.protocol == protocol]
+            ballots = [v.ballot if v.valid else None for v in votes if v.protocol == protocol]
             try:
                 breakdown = metrics.vote_breakdown(protocol, ballots, n)
             except ValueError:

@@ -483,3 +483,13 @@ def test_opening_a_store_marks_dead_debates(tmp_path):
         store.db["debates"].update("a" * 32, {"pid": dead_pid()})
     with Store(tmp_path / "x.db") as store:
         assert store.get_debate("a" * 32)["status"] == "interrupted"
+
+
+def test_cumulative_ballots_read_back_with_integer_keys(tmp_path):
+    from mad_core.events import DebateStarted, VoteCast
+
+    store = Store(tmp_path / "c.db")
+    store.create_debate("d1", {"question": "q", "agents": []})
+    store.record(DebateStarted("d1", {"question": "q"}), debate_id="d1")
+    store.record(VoteCast(1, "A", "cumulative_voting", '{"1": 6, "2": 4}', {0: 6, 1: 4}, True), debate_id="d1")
+    assert store.votes("d1")[0]["ballot"] == {0: 6, 1: 4}
