@@ -86,8 +86,12 @@ def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2,
     judgment = ""
     if decision is not None:
         judgment = decision.details.get("judgment") or f"{decision.fallback or ''} scores={decision.scores}".strip()
+    final = decision.answer if decision else ""
+    last = drafts.get(max(drafts), {}) if drafts else {}
+    if decision is not None and decision.winner_agent in last:
+        final = last[decision.winner_agent]  # seed 004: the winning agent's final draft
     return DebateResult(
-        final=decision.answer if decision else "",
+        final=final,
         winner_label=decision.winner_agent if decision else None,
         rounds=[DebateRound(r, drafts[r]) for r in sorted(drafts)],
         judgment=judgment,

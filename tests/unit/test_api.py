@@ -1,0 +1,71 @@
+"""Seed 004's one-call API: agents from a model or (label, model) pairs, callables, judge, call count."""
+from __future__ import annotations
+
+import pytest
+
+import mad_core
+from mad_core.store import Store
+
+
+class Counter:
+    """A Python callable used as a model: counts its calls and answers by agent draft number."""
+
+    def __init__(self, reply):
+        self.calls, self.reply = [], reply
+
+    def __call__(self, messages):
+        self.calls.append(messages)
+        return self.reply(messages, len(self.calls))
+
+
+@pytest.mark.parametrize("k,rounds", [(3, 2), (2, 1), (4, 0 + 1)])
+def test_judge_debate_makes_exactly_k_times_r_plus_1_plus_1_calls(k, rounds):
+    agent = Counter(lambda messages, n: f"Draft {n}.\nFinal answer: {n % 2}")
+    judge = Counter(lambda messages, n: "2")
+    result = mad_core.debate("Is 91 prime?", agents=[(f"M{i}", agent) for i in range(k)], rounds=rounds,
+                             judge=judge)
+    assert len(agent.calls) + len(judge.calls) == k * (rounds + 1) + 1
+    assert len(judge.calls) == 1
+    assert result.winner_label == "M1"  # the judge picked solution 2
+    assert result.judgment == "2"
+    assert [r.round_index for r in result.rounds] == list(range(rounds + 1))  # first drafts included
+    assert all(set(r.drafts) == {f"M{i}" for i in range(k)} for r in result.rounds)
+    assert result.final == result.rounds[-1].drafts["M1"]
+
+
+def test_single_model_spawns_n_agents_and_convergence_picks_the_most_similar_draft():
+    drafts = {"Agent 1": "the answer is forty two", "Agent 2": "the answer is forty two indeed",
+              "Agent 3": "bananas are yellow"}
+
+    def reply(messages, n):
+        label = messages[0]["content"].split(",")[0].removeprefix("You are ")
+        return drafts[label]
+    model = Counter(reply)
+    result = mad_core.debate("What is 6 x 7?", agents=model, rounds=1, n_agents_if_single=3)
+    assert len(model.calls) == 3 * 2  # no judge: k * (R + 1)
+    assert result.winner_label in ("Agent 1", "Agent 2")
+    assert result.final in (drafts["Agent 1"], drafts["Agent 2"])
+    assert "scores" in result.judgment
+
+
+def test_personas_and_options_reach_the_prompts(script, roles):
+    model, s = script(roles())
+    mad_core.debate("q?", agents=[("MATH", model), ("ENG", model)], rounds=1,
+                    personas=["a pure mathematician", "a practising engineer"], tit_for_tat=3)
+    systems = {call["metadata"]["agent"]: call["messages"][0]["content"] for call in s.history}
+    assert "a pure mathematician" in systems["MATH"] and "a practising engineer" in systems["ENG"]
+    assert "Contest every single point" in systems["MATH"]
+
+
+def test_debate_is_stored_and_litellm_names_work(script, roles):
+    model, _ = script(roles())
+    result = mad_core.debate("q?", agents=model, rounds=1, n_agents_if_single=2)
+    stored = Store().get_debate(result.debate_id)
+    assert stored["status"] == "finished" and result.status == "finished"
+
+
+def test_wrong_number_of_personas_is_a_config_error(script, roles):
+    model, _ = script(roles())
+    with pytest.raises(mad_core.ConfigError) as err:
+        mad_core.debate("q?", agents=model, personas=["only one"])
+    assert err.value.field == "personas"
