@@ -34,6 +34,7 @@ from .config import DebateConfig
 from .events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
+from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
 from .protocols.counting import CONSENSUS_PROTOCOLS
 
@@ -516,22 +517,14 @@ class DebateEngine:
 
     # ===== personas and challenge ==========================================================
     def _generate_personas(self) -> None:
-        """Seed 000: one task-relevant expert per agent, without duplicates, bounded retries."""
-        taken: list[str] = [p for p in self.personas.values() if p]
+        """Seed 000: one task-relevant expert per agent (see `personas`); every call is a recorded turn."""
         model = self.cfg.persona_model or self.cfg.agents[0].model
-        for index, label in enumerate(self.agent_labels()):
-            if self.personas.get(label):
-                continue
-            persona = ""
-            for _ in range(3):
-                turn = self.ask(label, "persona", prompts.persona_prompt(self.cfg.question, self.cfg.task, taken), model)
-                candidate = _first_line(turn.content) if turn.status == "ok" else ""
-                name = candidate.split(":", 1)[0].strip().lower()
-                if candidate and name and all(name != p.split(":", 1)[0].strip().lower() for p in taken):
-                    persona = candidate
-                    break
-            self.personas[label] = persona or f"Participant {index + 1}: a careful, neutral thinker"
-            taken.append(self.personas[label])
+
+        def ask(label: str, messages: list[dict]) -> str | None:
+            turn = self.ask(label, "persona", messages, model)
+            return turn.content if turn.status == "ok" else None
+
+        self.personas = generate_personas(self.cfg.question, self.cfg.task, self.agent_labels(), ask, self.personas)
 
     def _challenge(self, final: str) -> None:
         """Seed 000 E.3: every agent accepts or challenges the final answer; recorded, not applied."""
@@ -572,14 +565,6 @@ def _interpreter_exiting() -> bool:
     import concurrent.futures.thread as pool_module
 
     return bool(getattr(pool_module, "_shutdown", False)) or sys.is_finalizing()
-
-
-def _first_line(text: str) -> str:
-    for line in (text or "").splitlines():
-        line = line.strip().strip("`*-# ").strip()
-        if line:
-            return line[:300]
-    return ""
 
 
 def run_debate(config: DebateConfig, **kwargs: Any) -> Iterator[Event]:

@@ -19,6 +19,7 @@ import yaml
 from mad_core import live, prompts, registry
 from mad_core.config import AgentConfig, ConfigError, DebateConfig
 from mad_core.models import DEFAULT_MODEL, call_model, ensure_registered, known_models
+from mad_core.personas import generate_personas as generate_personas_for
 
 from .common import DEBATE_ID, FORK_REQUEST, ROOT, id8, open_store, owner_id
 
@@ -183,30 +184,29 @@ def start_debate() -> None:
 
 
 def generate_personas() -> None:
-    """Ask the first agent's model for one expert persona per agent (the engine's persona prompt)."""
+    """Ask the first agent's model for one expert persona per agent (the engine's persona generation)."""
     st.session_state.pop(PERSONA_ERROR, None)
     question, task = st.session_state["question"].strip(), st.session_state["task"]
     if not question:
         st.session_state[PERSONA_ERROR] = "Write the question first: personas are chosen for it."
         return
     model = st.session_state[AGENT_KEYS["model"].format(i=0)]
-    taken: list[str] = []
-    for i in range(int(st.session_state["n_agents"])):
-        result = call_model(model, prompts.persona_prompt(question, task, taken), max_tokens=60, temperature=0.7)
-        persona = _first_line(result.text) if result.status == "ok" else ""
-        if not persona:
-            st.session_state[PERSONA_ERROR] = f"{model} gave no persona: {result.error or 'empty reply'}"
-            return
-        taken.append(persona)
-        st.session_state[AGENT_KEYS["persona"].format(i=i)] = persona
+    errors: list[str] = []
 
+    def ask(label: str, messages: list[dict]) -> str | None:
+        result = call_model(model, messages, max_tokens=60, temperature=0.7)
+        if result.status != "ok":
+            errors.append(result.error or "empty reply")
+            return None
+        return result.text
 
-def _first_line(text: str) -> str:
-    for line in (text or "").splitlines():
-        line = line.strip().strip("`*-# ").strip()
-        if line:
-            return line[:300]
-    return ""
+    n = int(st.session_state["n_agents"])
+    found = generate_personas_for(question, task, [str(i) for i in range(n)], ask)
+    if errors and len(errors) >= n:
+        st.session_state[PERSONA_ERROR] = f"{model} gave no persona: {errors[-1]}"
+        return
+    for i in range(n):
+        st.session_state[AGENT_KEYS["persona"].format(i=i)] = found[str(i)]
 
 
 # ----- rendering ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 from mad_core import live
 from mad_core.config import DebateConfig
 from mad_core.models.scripted import get_script
+from mad_core.personas import neutral
 from mad_core.prompts import TIT_FOR_TAT
 from mad_core.store import Store
 from madlab_ui.forms import form_config, load_presets
@@ -124,10 +125,12 @@ def test_generate_personas_asks_the_first_agents_model_with_the_persona_prompt()
     calls = len(script.history)
     at.button(key="generate_personas").click().run()
     asked = script.history[calls:]
-    assert len(asked) == 3 and all("panel of experts" in c["messages"][-1]["content"] for c in asked)
+    # the script always proposes the same expert: agents 2 and 3 retry 3 times each, then go neutral
+    assert len(asked) == 1 + 3 + 3 and all("panel of experts" in c["messages"][-1]["content"] for c in asked)
     assert "Why is the sky blue?" in asked[0]["messages"][-1]["content"]
+    assert "A model thinks about the okapi." in asked[1]["messages"][-1]["content"]  # taken ones are shown
     assert [at.text_input(key=f"agent_persona_{i}").value for i in range(3)] == \
-        ["A model thinks about the okapi."] * 3
+        ["A model thinks about the okapi.", neutral(1), neutral(2)]
 
 
 def test_generate_personas_needs_a_question():
