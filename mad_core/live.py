@@ -7,6 +7,7 @@ Viewers read `events_since(n)` or `view()`; they steer through `controller`. No 
 """
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -57,12 +58,12 @@ class LiveDebate:
             return len(self._events)
 
     def view(self) -> DebateView:
-        """A consistent copy of the folded state, safe to render from another thread."""
+        """A consistent copy of the folded state, safe to render from another thread.
+
+        The state is folded once, as events arrive; a viewer gets a copy (cost: the size of the
+        debate, not the number of streamed tokens)."""
         with self._lock:
-            view = DebateView()
-            for event in self._events:
-                view.apply(event)
-            return view
+            return copy.deepcopy(self._view)
 
     @property
     def status(self) -> str:

@@ -20,7 +20,7 @@ def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
     except ValueError as exc:
         st.session_state[NOTICE] = ("error", str(exc))
         return
-    st.session_state[text_key] = ""
+    st.session_state[text_key] = ""  # sent: clear the box (a refused message stays for editing)
     to = ", ".join(targets) if targets else "all agents"
     st.session_state[NOTICE] = ("ok", f"Message for {to} queued: it reaches their next turn.")
 
@@ -42,15 +42,19 @@ def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
                          disabled=not active or controller.force_requested,
                          on_click=getattr(controller, "force_decision", None),
                          help="Skip the remaining rounds: the protocol decides now (or its fallback rule does).")
-        st.text_input("Message to all agents", key="say_all_text", disabled=not active,
-                      placeholder="e.g. Check the units again.")
-        st.button("Send to all", key="say_all_send", disabled=not active,
-                  on_click=_say, args=(debate, "say_all_text", False))
-        st.selectbox("Message to one agent", labels or ["-"], key="say_one_agent", disabled=not active)
-        st.text_input("Private message", key="say_one_text", disabled=not active, label_visibility="collapsed",
-                      placeholder="private message")
-        st.button("Send to this agent", key="say_one_send", disabled=not active,
-                  on_click=_say, args=(debate, "say_one_text", True))
+        # Forms send the chosen agent, the text and the click together: no intermediate rerun can
+        # race with the live fragment's redraws and lose a choice.
+        with st.form("say_all_form", border=False):
+            st.text_input("Message to all agents", key="say_all_text", disabled=not active,
+                          placeholder="e.g. Check the units again.")
+            st.form_submit_button("Send to all", key="say_all_send", disabled=not active,
+                                  on_click=_say, args=(debate, "say_all_text", False))
+        with st.form("say_one_form", border=False):
+            st.selectbox("Message to one agent", labels or ["-"], key="say_one_agent", disabled=not active)
+            st.text_input("Private message", key="say_one_text", disabled=not active,
+                          label_visibility="collapsed", placeholder="private message")
+            st.form_submit_button("Send to this agent", key="say_one_send", disabled=not active,
+                                  on_click=_say, args=(debate, "say_one_text", True))
         notice = st.session_state.pop(NOTICE, None)
         if notice:
             (st.error if notice[0] == "error" else st.success)(notice[1])
