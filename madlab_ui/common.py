@@ -40,9 +40,29 @@ FORK_REQUEST = "fork_request"  # {"parent_id", "seq", "turn_index", "config"} se
 OPEN_DEBATE = "open_debate"  # the debate opened on the Transcripts page
 
 
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN|API_BASE|BASE_URL|API_VERSION)$")
+
+
+def load_secret_keys() -> list[str]:
+    """Copy provider settings from `.streamlit/secrets.toml` into the environment, where litellm
+    reads them (OPENAI_API_KEY, ANTHROPIC_API_KEY, HOSTED_VLLM_API_BASE, ...). The environment
+    wins over the file. Returns the names copied; values are never shown, stored or logged."""
+    try:
+        items = {name: st.secrets[name] for name in st.secrets}
+    except Exception:  # noqa: BLE001 - no secrets file: nothing to load
+        return []
+    copied = []
+    for name, value in items.items():
+        if _ENV_NAME.match(name) and isinstance(value, str) and value and not os.environ.get(name):
+            os.environ[name] = value
+            copied.append(name)
+    return copied
+
+
 def page_setup(title: str) -> None:
-    """Common page config and the form-state keeper. Call first on every page."""
+    """Common page config, API keys from secrets.toml, and the form-state keeper. Call first on every page."""
     st.set_page_config(page_title=f"MAD Lab · {title}", page_icon="🗣️", layout="wide")
+    load_secret_keys()
     from .forms import keep_form_state
 
     keep_form_state()

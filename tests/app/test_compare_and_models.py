@@ -47,3 +47,19 @@ def test_model_test_button_reports_an_unusable_name():
     at = app(MODELS)
     at.button(key=f"test_{i}").click().run()
     assert "failed" in texts(at.get_by_key(f"test_result_{i}"))
+
+
+def test_keys_from_secrets_toml_reach_the_environment_but_never_the_page(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    at = app(MODELS)
+    at.secrets["ANTHROPIC_API_KEY"] = "sk-ant-secret-from-toml"
+    at.secrets["unrelated_setting"] = "not a key"
+    at.run()
+    import os
+    assert os.environ.get("ANTHROPIC_API_KEY") == "sk-ant-secret-from-toml"  # where litellm reads it
+    assert "unrelated_setting" not in os.environ
+    row = next(texts(at.get_by_key(k)) for k in keys(at) if k.startswith("model_") and
+               "ANTHROPIC_API_KEY" in texts(at.get_by_key(k)))
+    assert "✅" in row
+    assert "sk-ant-secret-from-toml" not in texts(at.main)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
