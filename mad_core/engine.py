@@ -31,14 +31,13 @@ from typing import Any, Iterator
 from . import prompts, registry
 from .answers import final_answer, parse_agreement, parse_confidence
 from .config import DebateConfig
-from .events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
+from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
 from .protocols.counting import CONSENSUS_PROTOCOLS
 
-DISCUSSION_KINDS = ("draft", "discussion")
 _DONE = object()
 
 
@@ -577,8 +576,7 @@ def resume_debate(debate_id: str, store: Any, controller: Controller | None = No
     record = store.get_debate(debate_id)
     if record is None:
         raise KeyError(f"no debate {debate_id!r}")
-    if hasattr(store, "reset_derived"):
-        store.reset_derived(debate_id)  # votes and decisions are replayed from the stored turns
+    store.reset_derived(debate_id)  # votes and decisions are replayed from the stored turns
     config = DebateConfig.from_dict(record["config"])
     engine = DebateEngine(config, controller=controller, store=store, debate_id=debate_id,
                           history=store.turns(debate_id), resumed=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 # Turn kinds: what a model call was for.
 TURN_KINDS = ("persona", "draft", "discussion", "moderator", "extraction", "vote", "judge", "challenge")
+DISCUSSION_KINDS = ("draft", "discussion")  # turns that are part of the discussion itself
 # Statuses of a turn and of a debate.
 TURN_STATUSES = ("ok", "failed", "interrupted")
 DEBATE_STATUSES = ("running", "finished", "stopped", "failed", "interrupted")

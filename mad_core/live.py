@@ -3,7 +3,7 @@
 A `LiveDebate` drives a `DebateEngine` in its own thread and keeps every event, so any number
 of viewers (browser tabs, reruns) can render it and reattach to it; closing a tab neither
 stops nor duplicates it. Live debates are kept in a process-wide registry keyed by debate id.
-Viewers read `events_since(n)` or `view()`; they steer through `controller`. No UI code here.
+Viewers read `view()`; they steer through `controller`. No UI code here.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any
 
 from .config import DebateConfig
 from .engine import Controller, DebateEngine, fork_debate, resume_debate
-from .events import Event
 from .view import DebateView
 
 _LIVE: dict[str, "LiveDebate"] = {}
@@ -21,41 +20,25 @@ _LIVE_LOCK = threading.Lock()
 
 
 class LiveDebate:
-    """A debate running in a background thread, with its events kept for every viewer."""
+    """A debate running in a background thread; its state is folded as events arrive."""
 
     def __init__(self, debate_id: str, events_iter, controller: Controller, owner: str | None = None):
         self.debate_id = debate_id
         self.controller = controller
         self.owner = owner  # the browser session that started it (others may still watch)
         self._iter = events_iter
-        self._events: list[Event] = []
         self._view = DebateView()
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self.done = False
         self.thread = threading.Thread(target=self._pump, name=f"madlab-live-{debate_id[:8]}", daemon=True)
 
     def _pump(self) -> None:
         try:
             for event in self._iter:
-                with self._changed:
-                    self._events.append(event)
+                with self._lock:
                     self._view.apply(event)
-                    self._changed.notify_all()
         finally:
-            with self._changed:
-                self.done = True
-                self._changed.notify_all()
-
-    def events_since(self, index: int) -> list[Event]:
-        with self._lock:
-            return self._events[index:]
-
-    def wait_for_change(self, seen: int, timeout: float) -> int:
-        """Block until more than `seen` events exist (or timeout / end); return the count."""
-        with self._changed:
-            self._changed.wait_for(lambda: len(self._events) > seen or self.done, timeout=timeout)
-            return len(self._events)
+            self.done = True
 
     def view(self) -> DebateView:
         """A consistent copy of the folded state, safe to render from another thread.

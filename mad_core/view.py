@@ -10,11 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
+from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 
-DISCUSSION_KINDS = ("draft", "discussion")
 
 
 @dataclass
@@ -133,7 +132,7 @@ def stored_events(store, debate_id: str) -> list[Event]:
         raise KeyError(f"no debate {debate_id!r}")
     events: list[Event] = [DebateStarted(debate_id, record["config"], parent_id=record.get("parent_id"),
                                          ts=record.get("created_at") or 0.0)]
-    personas = {a["label"]: a.get("persona") or "" for a in store_agents(store, debate_id, record)}
+    personas = {a["label"]: a.get("persona") or "" for a in store.agents(debate_id)}
     events.append(PersonasAssigned(personas, ts=events[0].ts))
     timed: list[Event] = []
     seen_rounds: set[int] = set()
@@ -151,7 +150,7 @@ def stored_events(store, debate_id: str) -> list[Event]:
         common = dict(round=row["round"], protocol=row["protocol"], scores=row.get("scores") or [],
                       solutions=row.get("solutions") or [], solution_agents=row.get("solution_agents") or [],
                       ts=row.get("ts") or 0.0)
-        if row.get("reached") and row.get("answer") is not None and "winner_agent" in row and row.get("final", True):
+        if row.get("final"):  # the debate's decision; other rows are attempts
             timed.append(DecisionReached(answer=row["answer"], winner_agent=row.get("winner_agent"),
                                          winner_index=row.get("winner_index"), forced=bool(row.get("forced")),
                                          fallback=row.get("fallback"), details=row.get("details") or {}, **common))
@@ -167,11 +166,6 @@ def stored_events(store, debate_id: str) -> list[Event]:
         events.append(DebateFinished(record["status"], record.get("answer"), ts=record.get("finished_at") or
                                      (timed[-1].ts if timed else events[0].ts)))
     return events
-
-
-def store_agents(store, debate_id: str, record: dict) -> list[dict]:
-    agents = getattr(store, "agents", None)
-    return agents(debate_id) if callable(agents) else record["config"].get("agents", [])
 
 
 # ----- handlers -------------------------------------------------------------------------
