@@ -68,6 +68,7 @@ class DebateConfig:
     max_concurrency: int = 4  # agents called at once when they speak in the same step
     retry_attempts: int = 3  # attempts per model call on transient failures
     retry_base_delay: float = 0.5  # seconds, doubled per retry
+    retry_max_wait_s: float = 60.0  # longest wait before a retry, a server's Retry-After included
     timeout_s: float = 120.0  # per model call attempt
 
     # ----- conversion -------------------------------------------------------------------
@@ -146,6 +147,7 @@ class DebateConfig:
         _check_int("max_concurrency", self.max_concurrency, 1)
         _check_int("retry_attempts", self.retry_attempts, 1)
         _check_number("retry_base_delay", self.retry_base_delay, 0.0, 600.0)
+        _check_number("retry_max_wait_s", self.retry_max_wait_s, 0.0, 3600.0)
         _check_number("timeout_s", self.timeout_s, 0.001, 86400.0)
         if self.seed is not None:
             _check_int("seed", self.seed, None)

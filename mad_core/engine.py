@@ -385,7 +385,7 @@ class DebateEngine:
                 on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, text)),
                 on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
                 retry=RetryPolicy(max_attempts=self.cfg.retry_attempts, base_delay=self.cfg.retry_base_delay,
-                                  timeout=self.cfg.timeout_s),
+                                  max_delay=self.cfg.retry_max_wait_s, timeout=self.cfg.timeout_s),
                 metadata={"agent": turn.agent, "round": turn.round, "kind": turn.kind, "debate_id": self.debate_id},
             )
         finally:
