@@ -12,7 +12,14 @@ turn being streamed is kept and marked interrupted), a moderator message to all 
 
 Resume and fork replay the debate's schedule over an existing history: a step whose turn is
 already in the history reuses it instead of calling a model, so a resumed debate continues
-from its last finished turn and a fork continues from the chosen turn.
+from its last finished turn and a fork continues from the chosen turn. A resume checks the
+stored configuration (models available) before it changes anything, then claims the debate
+atomically (one resume at a time); a resume that ends failed before any new turn succeeded
+puts the debate back exactly as it was.
+
+Nothing ends silently: whatever goes wrong (a model, the database, an engine bug), the
+consumer gets a `DebateFinished` whose reason names the cause, and the debate's claim is
+released so that it never stays 'running' in the database.
 
 The engine never imports streamlit and never renders anything.
 """
@@ -30,13 +37,14 @@ from typing import Any, Iterator
 
 from . import prompts, registry
 from .answers import final_answer, parse_agreement, parse_confidence
-from .config import DebateConfig
+from .config import ConfigError, DebateConfig
 from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
 from .protocols.counting import CONSENSUS_PROTOCOLS
+from .store import HEARTBEATS, ClaimLost, ResumeClaim, ResumeRefused, clean_text, new_owner
 
 _DONE = object()
 
@@ -72,15 +80,32 @@ class Controller:
 
     def say(self, message: str, targets: list[str] | None = None) -> None:
         """Send a moderator message to all agents (targets=None) or to the named agents."""
-        message = (message or "").strip()
+        message = clean_text(str(message or "")).strip()
         if not message:
             raise ValueError("the message is empty")
         if targets is not None:
-            targets = list(targets)
-            unknown = [t for t in targets if self.labels is not None and t not in self.labels]
-            if unknown or not targets:
-                raise ValueError(f"unknown agent(s) {unknown or targets}; agents are {self.labels}")
+            targets = [str(t) for t in targets]
+            problem = self._target_problem(targets, self.labels)
+            if problem:
+                raise ValueError(problem)
         self._log(SteeringApplied("message", targets=targets, message=message))
+
+    @staticmethod
+    def _target_problem(targets: list[str], labels: list[str] | None) -> str | None:
+        unknown = [t for t in targets if labels is not None and t not in labels]
+        if unknown or not targets:
+            return f"unknown agent(s) {unknown or targets}; agents are {labels}"
+        return None
+
+    def bind(self, labels: list[str]) -> None:
+        """Attach to a debate with these agents; messages queued for other agents are refused."""
+        with self._lock:
+            for action in self._actions:
+                if action.action == "message" and action.targets is not None:
+                    problem = self._target_problem(action.targets, labels)
+                    if problem:
+                        raise ConfigError("targets", f"a message was addressed to {problem}")
+            self.labels = list(labels)
 
     def force_decision(self) -> None:
         if not self._force.is_set() and not self.stopped:
@@ -119,12 +144,16 @@ class DebateEngine:
 
     def __init__(self, config: DebateConfig, *, controller: Controller | None = None, store: Any = None,
                  debate_id: str | None = None, history: list[Turn] | None = None, parent_id: str | None = None,
-                 forked_from_seq: int | None = None, resumed: bool = False):
+                 forked_from_seq: int | None = None, resumed: bool = False, claim: ResumeClaim | None = None):
         self.cfg = config.validate()
         self.controller = controller or Controller()
-        self.controller.labels = [a.label for a in config.agents]
+        self.controller.bind([a.label for a in config.agents])
         self.debate_id = debate_id or uuid.uuid4().hex
         self.parent_id, self.forked_from_seq, self.resumed = parent_id, forked_from_seq, resumed
+        self.claim = claim  # a resume's hold on the stored debate (see resume_debate)
+        self.owner = claim.owner if claim is not None else new_owner()
+        self._new_ok_turns = 0  # turns that succeeded in this run (not reused)
+        self._failure: str | None = None  # why the debate failed, in words
         self._store_path = getattr(store, "path", store)
         self._store = None
         self.paradigm = registry.get("paradigm", config.paradigm)()
@@ -178,23 +207,56 @@ class DebateEngine:
             if self._store_path is not None:
                 from .store import Store
 
-                self._store = Store(self._store_path)
+                self._store = Store(self._store_path, owner=self.owner)
             self._debate()
         except Exception as exc:  # an engine bug or a broken store: end visibly, keep what is on disk
             if _interpreter_exiting():
                 return  # the process is going away: the store marks the debate interrupted on next open
-            self.status = "failed"
-            self._emit(ErrorOccurred(f"{type(exc).__name__}: {exc}"))
-            self._emit(DebateFinished("failed", None, reason=str(exc)))
+            self._fail_visibly(exc)
         finally:
             self._pool.shutdown(wait=True)
+            self._end_claim()
             self._events.put(_DONE)
+
+    def _fail_visibly(self, exc: Exception) -> None:
+        """End the debate as failed, naming the cause, even when the database cannot be written."""
+        self.status = "failed"
+        if isinstance(exc, ClaimLost):
+            reason = str(exc)
+        elif type(exc).__module__.startswith("sqlite3"):
+            reason = f"the database could not be written ({type(exc).__name__}: {exc})"
+        else:
+            reason = f"{type(exc).__name__}: {exc}"
+        writable = self._store is not None and not isinstance(exc, ClaimLost)
+        for event in (ErrorOccurred(reason), DebateFinished("failed", None, reason=reason)):
+            if writable:
+                try:
+                    self._store.record(event, self.debate_id)
+                except Exception:  # noqa: BLE001 - the consumer still hears it; the claim expires
+                    writable = False
+            self._events.put(event)
+
+    def _end_claim(self) -> None:
+        """Stop beating for this debate and let go of it (a resume that got nowhere is undone)."""
+        if self._store_path is None:
+            return
+        HEARTBEATS.remove(self._store_path, self.debate_id)
+        if self._store is None:
+            return
+        try:
+            if self.claim is not None and self.status == "failed" and self._new_ok_turns == 0:
+                self._store.undo_resume(self.claim)
+            self._store.release(self.debate_id, self.owner)
+        except Exception:  # noqa: BLE001 - an unreleased claim expires on its own
+            pass
 
     def _debate(self) -> None:
         cfg = self.cfg
         if self._store is not None and not self.resumed:
             self._store.create_debate(self.debate_id, cfg.to_dict(), parent_id=self.parent_id,
                                       forked_from_seq=self.forked_from_seq)
+        if self._store is not None:
+            HEARTBEATS.add(self._store_path, self.debate_id, self.owner)
         self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=self.resumed, parent_id=self.parent_id))
         if cfg.auto_personas:
             self._generate_personas()
@@ -212,6 +274,8 @@ class DebateEngine:
             if self.status == "failed" or self.controller.stopped:
                 break
             forced = self.controller.force_requested
+            if forced and not self.latest_drafts()[0]:
+                break  # forced before anyone spoke: nothing to decide (see _finish)
             if rnd < first and not forced:
                 continue
             outcome = self.protocol.decide(self, forced)
@@ -236,9 +300,15 @@ class DebateEngine:
             self.status = "stopped"
             self._emit(DebateFinished("stopped", None, reason="stopped by a person"))
             return
+        if forced and outcome is None and self.status != "failed":
+            self.status = "stopped"
+            self._emit(DebateFinished("stopped", None, reason="a decision was forced before any agent had "
+                                                              "spoken: there was nothing to decide"))
+            return
         if self.status == "failed" or outcome is None or not outcome.reached:
             self.status = "failed"
-            self._emit(DebateFinished("failed", None, reason="no decision could be reached"))
+            why = self._failure or "no decision could be reached" + (f": {outcome.reason}" if outcome else "")
+            self._emit(DebateFinished("failed", None, reason=why))
             return
         self.answer = outcome.answer
         self._emit(DecisionReached(self.round, self.cfg.protocol, outcome.answer, outcome.winner_agent,
@@ -272,7 +342,9 @@ class DebateEngine:
                     self._track_agreement(turn)
         if finished and all(t.status == "failed" for t in finished):
             self.status = "failed"
-            self._emit(ErrorOccurred(f"every turn of round {rnd} failed"))
+            causes = "; ".join(dict.fromkeys(f"{t.agent}: {t.error or 'no detail'}" for t in finished))
+            self._failure = f"every turn of round {rnd} failed ({causes})"
+            self._emit(ErrorOccurred(self._failure))
 
     def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
         cfg = self.cfg
@@ -382,7 +454,7 @@ class DebateEngine:
             result = call_model(
                 turn.model, turn.prompt, temperature=agent.temperature, max_tokens=agent.max_tokens,
                 seed=self.cfg.seed, should_stop=should_stop,
-                on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, text)),
+                on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, clean_text(text))),
                 on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
                 retry=RetryPolicy(max_attempts=self.cfg.retry_attempts, base_delay=self.cfg.retry_base_delay,
                                   max_delay=self.cfg.retry_max_wait_s, timeout=self.cfg.timeout_s),
@@ -391,7 +463,8 @@ class DebateEngine:
         finally:
             if serial:
                 serial.release()
-        turn.content, turn.status, turn.error = result.text, result.status, result.error
+        turn.content, turn.status = clean_text(result.text), result.status
+        turn.error = clean_text(result.error) if result.error else result.error
         turn.prompt_tokens, turn.completion_tokens = result.prompt_tokens, result.completion_tokens
         turn.latency_s, turn.first_token_s, turn.attempts = result.latency_s, result.first_token_s, result.attempts
         turn.finished_at = time.time()
@@ -405,6 +478,8 @@ class DebateEngine:
         if not turn.started_at and not reused:
             return  # stopped before it began: nothing was said, nothing to keep
         self.turns.append(turn)
+        if not reused and turn.status == "ok":
+            self._new_ok_turns += 1
         if reused and self.parent_id is None:
             self._push(TurnFinished(turn))  # already on disk (resume): show it, don't store it twice
         else:
@@ -571,16 +646,34 @@ def run_debate(config: DebateConfig, **kwargs: Any) -> Iterator[Event]:
     return DebateEngine(config, **kwargs).run()
 
 
-def resume_debate(debate_id: str, store: Any, controller: Controller | None = None) -> Iterator[Event]:
-    """Continue an interrupted (or stopped) debate from its last finished turn."""
+def prepare_resume(debate_id: str, store: Any, controller: Controller | None = None) -> DebateEngine:
+    """An engine that continues a stopped, failed or interrupted debate from its last finished turn.
+
+    Checks come first and change nothing: the debate exists and is not finished or running
+    (ResumeRefused), and its stored configuration still runs here, models included
+    (ConfigError naming the field). Then the debate is claimed for this engine in one atomic
+    step, so of two resumes started together exactly one gets it (the other: ResumeRefused)."""
     record = store.get_debate(debate_id)
     if record is None:
-        raise KeyError(f"no debate {debate_id!r}")
-    store.reset_derived(debate_id)  # votes and decisions are replayed from the stored turns
-    config = DebateConfig.from_dict(record["config"])
-    engine = DebateEngine(config, controller=controller, store=store, debate_id=debate_id,
-                          history=store.turns(debate_id), resumed=True)
-    return engine.run()
+        raise ResumeRefused(f"no debate with id {debate_id!r}")
+    if record["status"] == "finished":
+        raise ResumeRefused(f"debate {debate_id[:8]} is finished: there is nothing to resume "
+                            "(fork it to continue it differently)")
+    config = DebateConfig.from_dict(record["config"])  # ConfigError when a model is gone
+    claim = store.claim_for_resume(debate_id, new_owner())
+    try:
+        engine = DebateEngine(config, controller=controller, store=store, debate_id=debate_id,
+                              history=store.turns(debate_id), resumed=True, claim=claim)
+    except BaseException:
+        store.undo_resume(claim)
+        raise
+    HEARTBEATS.add(engine._store_path, debate_id, claim.owner)
+    return engine
+
+
+def resume_debate(debate_id: str, store: Any, controller: Controller | None = None) -> Iterator[Event]:
+    """Continue a stopped, failed or interrupted debate (see `prepare_resume`); yields its events."""
+    return prepare_resume(debate_id, store, controller).run()
 
 
 def fork_debate(debate_id: str, upto_seq: int, store: Any, config: DebateConfig | None = None,

@@ -10,12 +10,28 @@ named like a key or a token before they are written), import streamlit, or share
 connection between threads. SQLite connections belong to the thread that opened them, so
 every thread opens its own `Store` (the engine's background thread creates its own).
 
+Many writers, one file: any number of threads and processes write one database at once.
+Every write transaction starts with `BEGIN IMMEDIATE` (`Store._write`), so a writer waits its
+turn (SQLite's busy timeout) instead of failing with "database is locked" the way a deferred
+transaction that read first does. Readers never wait (WAL).
+
+Who owns a running debate: a debate row names its `owner` (host:pid:token of the engine that
+runs it) and a `heartbeat_at` that a process-wide thread (`HEARTBEATS`) refreshes every few
+seconds while the engine lives. A `running` debate whose owner stopped beating (or whose
+process is gone) is `interrupted`; a resume takes a debate over with one atomic claim
+(`claim_for_resume`), so two resumes of one debate never both run, and a store that writes
+for an owner who lost the claim is refused (`ClaimLost`).
+
+Any text can be stored: lone UTF-16 surrogates (which a JSON escape from an API can produce)
+are replaced by U+FFFD before writing (`clean_text`); NUL characters are stored as they are.
+
 Built on sqlite-utils: numbered migrations (`m001_initial`, ...) recorded in `_migrations`,
 FTS5 tables kept current by triggers, explicit integer primary keys on the searched tables,
 and `search(q, quote=True)` so user input can never break the FTS query syntax.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -24,6 +40,7 @@ import os
 import re
 import socket
 import sqlite3
+import threading
 import time
 import uuid
 from functools import partial
@@ -43,6 +60,7 @@ from .events import (
     ErrorOccurred,
     Event,
     PersonasAssigned,
+    RoundStarted,
     SteeringApplied,
     Turn,
     TurnFinished,
@@ -51,8 +69,18 @@ from .events import (
 
 EXPORT_FORMAT = "madlab-debate"
 EXPORT_VERSION = 1
-# A 'running' debate on another host that has written nothing for this long is interrupted.
+# A 'running' debate on another host that has written nothing for this long (and keeps no
+# heartbeat: rows written before heartbeats existed) is interrupted.
 STALE_AFTER_S = 600.0
+# Owners refresh their debates' heartbeat this often; a claim not refreshed for
+# CLAIM_EXPIRES_S has expired (its owner died, hung or lost the database).
+HEARTBEAT_EVERY_S = float(os.environ.get("MADLAB_HEARTBEAT_S") or 5.0)
+CLAIM_EXPIRES_S = float(os.environ.get("MADLAB_CLAIM_EXPIRES_S") or 60.0)
+# How long a writer waits for the write lock before giving up (SQLite busy timeout).
+BUSY_TIMEOUT_S = 60.0
+# Longest search text used (longer queries are cut there) and the largest page of a listing.
+MAX_QUERY_CHARS = 1000
+MAX_LIST_LIMIT = 10_000
 
 # Columns stored as JSON text, and columns stored as 0/1 that read back as bools.
 JSON_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -61,6 +89,7 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
     "votes": ("ballot",),
     "decisions": ("scores", "solutions", "solution_agents", "details"),
     "steering": ("targets",),
+    "rounds": ("speakers",),
 }
 BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
     "turns": ("agreement",),
@@ -69,7 +98,9 @@ BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
     "challenges": ("agrees",),
 }
 # Tables that hang off a debate (besides turns), in export order.
-CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "errors", "annotations")
+CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "errors", "annotations", "rounds")
+# Tables a resume may add rows to (undone when the resume fails before any progress).
+RUN_TABLES = ("turns", "votes", "decisions", "challenges", "steering", "errors", "rounds")
 
 # What a resumed debate recomputes from its stored turns.
 DERIVED_TABLES = ("votes", "decisions", "challenges")
@@ -143,7 +174,33 @@ def m001_initial(db: Database) -> None:
     db["annotations"].enable_fts(["tag", "note"], create_triggers=True)
 
 
+@MIGRATIONS()
+def m002_owners_and_rounds(db: Database) -> None:
+    """Who runs a debate (owner + heartbeat), and each round's speaking order."""
+    db["debates"].add_column("owner", str)
+    db["debates"].add_column("heartbeat_at", float)
+    db["rounds"].create({"id": int, "debate_id": str, "round": int, "speakers": str, "ts": float},
+                        pk="id", not_null={"debate_id"})
+    db["rounds"].create_index(["debate_id"])
+
+
 # ----- helpers ------------------------------------------------------------------------------
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    return value
+
+
 def scrub_secrets(value: Any) -> Any:
     """A copy of `value` without any mapping key named like an API key, token or secret."""
     if isinstance(value, dict):
@@ -154,10 +211,10 @@ def scrub_secrets(value: Any) -> Any:
 
 
 def _encode(table: str, row: dict[str, Any]) -> dict[str, Any]:
-    row = dict(row)
+    row = {key: _clean_value(value) for key, value in row.items()}
     for column in JSON_COLUMNS.get(table, ()):
         if column in row:
-            row[column] = json.dumps(row[column], ensure_ascii=False)
+            row[column] = clean_text(json.dumps(row[column], ensure_ascii=False))
     return row
 
 
@@ -202,8 +259,40 @@ def _like_escape(text: str) -> str:
 
 
 def _clean_query(text: str | None) -> str:
-    """Search text without NUL characters (which SQLite's FTS parser cannot take)."""
-    return (text or "").replace("\x00", " ").strip()
+    """Search text cut to MAX_QUERY_CHARS, without NULs (SQLite's FTS parser cannot take them)."""
+    return clean_text(str(text or "")[:MAX_QUERY_CHARS]).replace("\x00", " ").strip()
+
+
+def _bounded_limit(limit: Any) -> int:
+    """A listing size SQLite can take: 1 .. MAX_LIST_LIMIT."""
+    try:
+        return max(1, min(int(limit), MAX_LIST_LIMIT))
+    except (TypeError, ValueError, OverflowError):
+        return MAX_LIST_LIMIT
+
+
+def new_owner() -> str:
+    """A token naming one engine run: host:pid:random."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class ClaimLost(RuntimeError):
+    """This process no longer owns the debate it tried to write (another process took it over)."""
+
+
+class ResumeRefused(ValueError):
+    """A debate that cannot be resumed now (finished, running elsewhere, unknown)."""
+
+
+@dataclasses.dataclass
+class ResumeClaim:
+    """What a resume took over: the rows as they were, to put back if the resume makes no progress."""
+
+    debate_id: str
+    owner: str
+    debate: dict[str, Any]
+    derived: dict[str, list[dict[str, Any]]]
+    marks: dict[str, int]  # table -> highest row id of this debate when the claim was taken
 
 
 def _snippet(text: str, query: str, width: int = 160) -> str:
@@ -213,6 +302,38 @@ def _snippet(text: str, query: str, width: int = 160) -> str:
     start = max(0, min(hits) - width // 3) if hits else 0
     piece = text[start:start + width]
     return ("…" if start else "") + piece + ("…" if start + width < len(text) else "")
+
+
+_SCRIPT_URL = re.compile(r"(?i)\b(javascript|vbscript)(\s*):")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def md_safe(text: Any) -> Any:
+    """Text that renders literally in Markdown: HTML escaped, link brackets escaped, script URLs broken.
+
+    Non-strings are returned unchanged."""
+    if not isinstance(text, str):
+        return text
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("[", "\\[").replace("]", "\\]")
+    return _SCRIPT_URL.sub(r"\1\2&#58;", text)
+
+
+def csv_safe(value: Any) -> Any:
+    """A CSV cell no spreadsheet runs as a formula: text starting with = + - @ tab or CR gets a
+    leading apostrophe (OWASP's advice). Non-strings are returned unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _deep_map(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """`fn` applied to every leaf of nested dicts and lists (keys kept)."""
+    if isinstance(value, dict):
+        return {key: _deep_map(item, fn) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_deep_map(item, fn) for item in value]
+    return fn(value)
 
 
 def format_time(ts: float | None) -> str:
@@ -240,21 +361,25 @@ class Store:
     """One SQLite database of debates. One Store per thread: its connection is not shared.
 
     `record(event)` attaches events to the debate last created (or started) through this
-    Store, unless a `debate_id` is passed.
+    Store, unless a `debate_id` is passed. A Store with an `owner` writes only to debates that
+    owner holds (see the module docstring).
     """
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, owner: str | None = None):
         self.path = Path(path) if path is not None else default_db_path()
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        # timeout: wait for the other thread's write (engine vs. app) rather than fail.
-        self.db = Database(sqlite3.connect(str(self.path), timeout=30))
-        self.db.enable_wal()
+        self.owner = owner
+        # timeout: a writer waits for another's transaction rather than fail (see _write).
+        self.db = Database(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S))
+        with self._retry_locked():
+            self.db.enable_wal()
         self._migrate()
         self.current_debate_id: str | None = None
         self._handlers: dict[type[Event], Callable[[Any, str], None]] = {
             DebateStarted: self._on_started,
             PersonasAssigned: self._on_personas,
+            RoundStarted: self._on_round,
             TurnFinished: self._on_turn,
             VoteCast: partial(self._insert_event, "votes"),
             DecisionAttempted: partial(self._insert_event, "decisions", final=False),
@@ -271,13 +396,48 @@ class Store:
             return
         # BEGIN IMMEDIATE serialises two Stores opening a fresh file at once; each migration
         # then runs in its own savepoint, recorded in _migrations with it.
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write():
             MIGRATIONS.apply(self.db)
+
+    @contextlib.contextmanager
+    def _retry_locked(self, tries: int = 3):
+        """Run the block again when SQLite still reports a lock after its busy timeout."""
+        for attempt in range(tries):
+            try:
+                yield
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == tries - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    @contextlib.contextmanager
+    def _write(self):
+        """One write transaction, begun IMMEDIATE: it waits for the write lock instead of failing.
+
+        Nested inside another write it is a savepoint of that one."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            with self.db.atomic():
+                yield
+            return
+        for attempt in range(3):
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == 2:
+                    raise
+        try:
+            yield
         except BaseException:
             self.db.rollback()
             raise
-        self.db.commit()
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            self.db.rollback()
+            raise
 
     def applied_migrations(self) -> list[str]:
         return [m.name for m in MIGRATIONS.applied(self.db)]
@@ -296,19 +456,19 @@ class Store:
                       forked_from_seq: int | None = None) -> None:
         """Store a new running debate owned by this process, with its agents."""
         config = scrub_secrets(config.to_dict() if hasattr(config, "to_dict") else dict(config))
-        if self.get_debate(debate_id) is not None:
-            raise ValueError(f"debate {debate_id} already exists")
         agents = config.get("agents") or []
         models = list(dict.fromkeys(a.get("model", "") for a in agents))
         now = time.time()
-        with self.db.atomic():
+        with self._write():
+            if self.get_debate(debate_id) is not None:
+                raise ValueError(f"debate {debate_id} already exists")
             self._insert("debates", {
                 "id": debate_id, "question": config.get("question", ""), "config": config,
                 "protocol": config.get("protocol"), "paradigm": config.get("paradigm"),
                 "models": ",".join(models), "status": "running", "reference": config.get("reference"),
                 "parent_id": parent_id, "forked_from_seq": forked_from_seq,
-                "pid": os.getpid(), "host": socket.gethostname(),
-                "created_at": now, "updated_at": now,
+                "pid": os.getpid(), "host": socket.gethostname(), "owner": self.owner,
+                "created_at": now, "updated_at": now, "heartbeat_at": now,
             })
             for position, agent in enumerate(agents):
                 self._insert("agents", {"debate_id": debate_id, "label": agent.get("label"),
@@ -324,48 +484,120 @@ class Store:
         debate_id = debate_id or getattr(event, "debate_id", None) or self.current_debate_id
         if debate_id is None:
             raise ValueError("record() needs a debate: call create_debate first or pass debate_id")
-        with self.db.atomic():
+        with self._write():
             handler(event, debate_id)
-            self.db.execute("UPDATE debates SET updated_at = ? WHERE id = ?", [time.time(), debate_id])
+            now = time.time()
+            if self.owner is None:
+                self.db.execute("UPDATE debates SET updated_at = ? WHERE id = ?", [now, debate_id])
+            else:  # written only while this owner holds the debate; else undone
+                cursor = self.db.execute("UPDATE debates SET updated_at = ?, heartbeat_at = ? WHERE id = ? "
+                                         "AND owner = ?", [now, now, debate_id, self.owner])
+                if cursor.rowcount != 1:
+                    raise ClaimLost(f"debate {debate_id[:8]} is no longer run by this process "
+                                    "(another process took it over)")
 
     def set_status(self, debate_id: str, status: str) -> None:
         if status not in DEBATE_STATUSES:
             raise ValueError(f"unknown status {status!r}; valid: {', '.join(DEBATE_STATUSES)}")
-        self._update_debate(debate_id, status=status, updated_at=time.time())
+        with self._write():
+            self._update_debate(debate_id, status=status, updated_at=time.time())
+
+    def _is_dead(self, row: dict[str, Any], host: str, now: float) -> bool:
+        """Whether a 'running' row's owner is gone: no heartbeat for CLAIM_EXPIRES_S, or its process died."""
+        beat = row.get("heartbeat_at")
+        if beat is not None and now - max(beat, row.get("updated_at") or 0) > CLAIM_EXPIRES_S:
+            return True
+        if row["host"] == host:
+            return not _pid_alive(row["pid"])
+        return beat is None and now - (row.get("updated_at") or 0) >= STALE_AFTER_S
 
     def mark_dead_interrupted(self) -> list[str]:
-        """Mark 'running' debates whose process is gone as 'interrupted'; return their ids."""
+        """Mark 'running' debates whose owner is gone as 'interrupted'; return their ids."""
         host, now = socket.gethostname(), time.time()
-        dead = [
-            row
-            for row in self.db.query("SELECT id, pid, host, updated_at FROM debates WHERE status = 'running'")
-            if not (_pid_alive(row["pid"]) if row["host"] == host
-                    else now - (row["updated_at"] or 0) < STALE_AFTER_S)
-        ]
-        with self.db.atomic():
-            for row in dead:  # unless another process took the debate over meanwhile
-                self.db.execute("UPDATE debates SET status = 'interrupted' WHERE id = ? AND status = 'running' "
-                                "AND pid IS ? AND host IS ?", [row["id"], row["pid"], row["host"]])
-        return [row["id"] for row in dead]
+        sql = "SELECT id, pid, host, owner, updated_at, heartbeat_at FROM debates WHERE status = 'running'"
+        if not any(self._is_dead(row, host, now) for row in self.db.query(sql)):
+            return []
+        with self._write():  # read again under the write lock: the owner may have beaten meanwhile
+            dead = [row["id"] for row in self.db.query(sql) if self._is_dead(row, host, now)]
+            for debate_id in dead:
+                self.db.execute("UPDATE debates SET status = 'interrupted', owner = NULL WHERE id = ?", [debate_id])
+        return dead
 
-    def reset_derived(self, debate_id: str) -> None:
-        """Forget votes, decisions, challenges and the answer before a resume replays them from the turns."""
-        with self.db.atomic():
+    # ----- owners and resume --------------------------------------------------------------
+    def heartbeat(self, debate_ids: list[str], owner: str) -> None:
+        """Refresh `owner`'s claim on these debates (called by HEARTBEATS)."""
+        with self._write():
+            self.db.conn.executemany("UPDATE debates SET heartbeat_at = ? WHERE id = ? AND owner = ?",
+                                     [(time.time(), debate_id, owner) for debate_id in debate_ids])
+
+    def claim_for_resume(self, debate_id: str, owner: str) -> ResumeClaim:
+        """Take a stopped, failed or interrupted debate over for `owner`, atomically.
+
+        Votes, decisions, challenges and the answer are forgotten (the resume replays them from
+        the stored turns) in the same transaction; the returned claim keeps them, so that
+        `undo_resume` can put the debate back exactly as it was. Raises ResumeRefused when the
+        debate is finished, unknown, or running under a live owner."""
+        with self._write():
+            debate = self.get_debate(debate_id)
+            if debate is None:
+                raise ResumeRefused(f"no debate with id {debate_id!r}")
+            status = debate["status"]
+            if status == "finished":
+                raise ResumeRefused(f"debate {debate_id[:8]} is finished: there is nothing to resume "
+                                    "(fork it to continue it differently)")
+            if status == "running" and not self._is_dead(debate, socket.gethostname(), time.time()):
+                raise ResumeRefused(f"debate {debate_id[:8]} is still running (process {debate['pid']} on "
+                                    f"{debate['host']}); it can be resumed once it has ended")
+            derived = {table: self.db.execute_returning_dicts(
+                f"SELECT * FROM [{table}] WHERE debate_id = ? ORDER BY id", [debate_id]) for table in DERIVED_TABLES}
+            marks = {table: self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM [{table}] WHERE debate_id = ?",
+                                            [debate_id]).fetchone()[0] for table in RUN_TABLES}
             for table in DERIVED_TABLES:
                 self.db[table].delete_where("debate_id = ?", [debate_id])
-            self._update_debate(debate_id, answer=None)
+            now = time.time()
+            self._update_debate(debate_id, status="running", owner=owner, pid=os.getpid(),
+                                host=socket.gethostname(), heartbeat_at=now, updated_at=now, answer=None,
+                                reason=None, finished_at=None)
+        return ResumeClaim(debate_id, owner, {k: debate[k] for k in ("status", "answer", "reason", "finished_at",
+                                                                     "pid", "host", "owner", "heartbeat_at",
+                                                                     "updated_at")}, derived, marks)
+
+    def undo_resume(self, claim: ResumeClaim) -> bool:
+        """Put a debate back as it was before `claim` (rows the resume added go, replayed ones come back).
+
+        Only while `claim.owner` still holds it; returns whether it was undone."""
+        with self._write():
+            current = self.get_debate(claim.debate_id)
+            if current is None or current.get("owner") != claim.owner:
+                return False
+            for table in RUN_TABLES:
+                self.db.execute(f"DELETE FROM [{table}] WHERE debate_id = ? AND id > ?",
+                                [claim.debate_id, claim.marks[table]])
+            for table, rows in claim.derived.items():
+                self.db[table].delete_where("debate_id = ?", [claim.debate_id])
+                if rows:
+                    self.db[table].insert_all(rows)
+            self.db["debates"].update(claim.debate_id, claim.debate)
+        return True
+
+    def release(self, debate_id: str, owner: str) -> None:
+        """`owner` is done with the debate: nobody holds it now (its status says how it ended)."""
+        with self._write():
+            self.db.execute("UPDATE debates SET owner = NULL WHERE id = ? AND owner = ?", [debate_id, owner])
 
     def delete_debate(self, debate_id: str) -> None:
-        with self.db.atomic():
+        with self._write():
             for table in ("turns", *CHILD_TABLES):
                 self.db[table].delete_where("debate_id = ?", [debate_id])
             self.db["debates"].delete_where("id = ?", [debate_id])
 
     def _insert(self, table: str, row: dict[str, Any], **kwargs: Any) -> int | None:
-        return self.db[table].insert(_encode(table, row), **kwargs).last_pk
+        with self._write():
+            return self.db[table].insert(_encode(table, row), **kwargs).last_pk
 
     def _update_debate(self, debate_id: str, **values: Any) -> None:
-        self.db["debates"].update(debate_id, _encode("debates", values))
+        with self._write():
+            self.db["debates"].update(debate_id, _encode("debates", values))
 
     def _insert_turn(self, debate_id: str, turn: Turn) -> None:
         row = turn.to_dict()
@@ -381,6 +613,10 @@ class Store:
             self._update_debate(debate_id, status="running", pid=os.getpid(), host=socket.gethostname(),
                                 finished_at=None)
         self.current_debate_id = debate_id
+
+    def _on_round(self, event: RoundStarted, debate_id: str) -> None:
+        self._insert("rounds", {"debate_id": debate_id, "round": event.round, "speakers": list(event.order),
+                                "ts": event.ts})
 
     def _on_personas(self, event: PersonasAssigned, debate_id: str) -> None:
         for label, persona in event.personas.items():
@@ -430,7 +666,12 @@ class Store:
 
     def list_debates(self, *, status: str | None = None, protocol: str | None = None,
                      search: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-        """Debates newest first; `search` matches turn text, annotations (FTS) and the question."""
+        """Debates newest first; `search` matches turn text, annotations (FTS) and the question.
+
+        Running debates whose owner is gone are marked interrupted first. `search` is cut to
+        MAX_QUERY_CHARS and `limit` kept within 1..MAX_LIST_LIMIT."""
+        self.mark_dead_interrupted()
+        limit = _bounded_limit(limit)
         clauses, args = [], []
         if status:
             clauses.append("status = ?")
@@ -485,9 +726,13 @@ class Store:
     def errors(self, debate_id: str) -> list[dict[str, Any]]:
         return self._children("errors", debate_id)
 
+    def rounds(self, debate_id: str) -> list[dict[str, Any]]:
+        """Each round's speaking order as it was announced (RoundStarted), in order."""
+        return self._children("rounds", debate_id)
+
     def search_turns(self, query: str, limit: int = 100) -> list[dict[str, Any]]:
         """Turns matching `query` (any text is safe: it is quoted), best first, with a snippet."""
-        query = _clean_query(query)
+        query, limit = _clean_query(query), _bounded_limit(limit)
         if not self.db.quote_fts(query):
             return []
         results = []
@@ -508,7 +753,8 @@ class Store:
         return self._children("annotations", debate_id)
 
     def delete_annotation(self, annotation_id: int) -> None:
-        self.db["annotations"].delete_where("id = ?", [annotation_id])
+        with self._write():
+            self.db["annotations"].delete_where("id = ?", [annotation_id])
 
     # ----- export / import ----------------------------------------------------------------
     def export_debate(self, debate_id: str) -> dict[str, Any]:
@@ -531,9 +777,9 @@ class Store:
             raise ValueError(f"unsupported export version {data.get('version')!r}; "
                              f"this MAD Lab reads up to {EXPORT_VERSION}")
         debate_id = uuid.uuid4().hex if new_id else data["debate"]["id"]
-        if self.get_debate(debate_id) is not None:
-            raise ValueError(f"debate {debate_id} already exists; import it with a new id")
-        with self.db.atomic():
+        with self._write():
+            if self.get_debate(debate_id) is not None:
+                raise ValueError(f"debate {debate_id} already exists; import it with a new id")
             self._insert("debates", {**data["debate"], "id": debate_id, "config": scrub_secrets(data["config"])})
             for turn in data.get("turns", []):
                 self._insert_turn(debate_id, Turn.from_dict(turn))
@@ -543,8 +789,9 @@ class Store:
         return debate_id
 
     def to_markdown(self, debate_id: str) -> str:
-        """A readable handout. Model text goes in as plain text; no HTML is ever produced."""
-        data = self.export_debate(debate_id)
+        """A readable handout, safe to render: every stored text is escaped (`md_safe`), so model
+        or user text can produce no HTML, no link and no image; no HTML of our own is produced."""
+        data = _deep_map(self.export_debate(debate_id), md_safe)
         debate, config = data["debate"], data["config"]
         notes: dict[str, list[dict[str, Any]]] = {}
         for note in data["annotations"]:
@@ -613,5 +860,52 @@ class Store:
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for turn in self.turns(debate_id):
-            writer.writerow({**turn.to_dict(), "turn_id": turn.id, "annotations": "; ".join(notes.get(turn.id, []))})
+            row = {**turn.to_dict(), "turn_id": turn.id, "annotations": "; ".join(notes.get(turn.id, []))}
+            writer.writerow({key: csv_safe(value) for key, value in row.items()})
         return out.getvalue()
+
+
+# ----- heartbeats -------------------------------------------------------------------------------
+class _Heartbeats:
+    """One daemon thread per process that keeps the claims of this process's debates fresh.
+
+    An engine adds its debate when it starts (or claims it for a resume) and removes it when it
+    ends, however it ends; a claim nobody refreshes expires after CLAIM_EXPIRES_S."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claims: dict[tuple[str, str], str] = {}  # (database path, debate id) -> owner
+        self._thread: threading.Thread | None = None
+
+    def add(self, path: str | Path, debate_id: str, owner: str) -> None:
+        with self._lock:
+            self._claims[(str(path), debate_id)] = owner
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="madlab-heartbeat", daemon=True)
+                self._thread.start()
+
+    def remove(self, path: str | Path, debate_id: str) -> None:
+        with self._lock:
+            self._claims.pop((str(path), debate_id), None)
+
+    def held(self) -> dict[tuple[str, str], str]:
+        with self._lock:
+            return dict(self._claims)
+
+    def _run(self) -> None:
+        stores: dict[str, Store] = {}
+        while True:
+            time.sleep(HEARTBEAT_EVERY_S)
+            by_store: dict[tuple[str, str], list[str]] = {}
+            for (path, debate_id), owner in self.held().items():
+                by_store.setdefault((path, owner), []).append(debate_id)
+            for (path, owner), debate_ids in by_store.items():
+                try:
+                    if path not in stores:
+                        stores[path] = Store(path)
+                    stores[path].heartbeat(debate_ids, owner)
+                except Exception:  # noqa: BLE001 - a missed beat is retried; a claim left unbeaten expires
+                    stores.pop(path, None)
+
+
+HEARTBEATS = _Heartbeats()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from mad_core.events import (
     TurnStarted,
     VoteCast,
 )
-from mad_core.store import Store, default_db_path, madlab_home
+from mad_core.store import ClaimLost, ResumeRefused, Store, default_db_path, madlab_home
 
 CONFIG = {
     "question": "Which gas do plants absorb for photosynthesis?",
@@ -100,19 +101,20 @@ def store(tmp_path):
 def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     path = tmp_path / "empty.db"
     store = Store(path)
-    assert store.applied_migrations() == ["m001_initial"]
+    assert store.applied_migrations() == ["m001_initial", "m002_owners_and_rounds"]
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
-            "errors", "annotations", "turns_fts", "annotations_fts"} <= set(db.table_names())
+            "errors", "annotations", "rounds", "turns_fts", "annotations_fts"} <= set(db.table_names())
     assert set(db["debates"].columns_dict) == {
         "id", "question", "config", "protocol", "paradigm", "models", "status", "answer", "reference", "reason",
-        "parent_id", "forked_from_seq", "pid", "host", "created_at", "updated_at", "finished_at"}
+        "parent_id", "forked_from_seq", "pid", "host", "created_at", "updated_at", "finished_at",
+        "owner", "heartbeat_at"}
     assert db["debates"].pks == ["id"]
     assert db["turns"].pks == ["id"] and db["turns"].columns_dict["id"] is int
     assert set(Turn.__dataclass_fields__) - {"id"} <= set(db["turns"].columns_dict)
     assert {"turn_id", "debate_id"} <= set(db["turns"].columns_dict)
     assert any(ix.unique and ix.columns == ["debate_id", "turn_id"] for ix in db["turns"].indexes)
-    for table in ("turns", "votes", "decisions", "challenges", "steering", "errors", "annotations"):
+    for table in ("turns", "votes", "decisions", "challenges", "steering", "errors", "annotations", "rounds"):
         assert any(ix.columns[0] == "debate_id" for ix in db[table].indexes), table
     assert db["turns"].detect_fts() == "turns_fts" and db["annotations"].detect_fts() == "annotations_fts"
     assert {"turns_ai", "turns_ad", "turns_au", "annotations_ai"} <= {t.name for t in db.triggers}
@@ -120,7 +122,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store.close()
     # Reopening applies nothing twice.
     with Store(path) as again:
-        assert again.db["_migrations"].count == 1
+        assert again.db["_migrations"].count == 2
 
 
 def test_default_path_is_under_madlab_home(madlab_home):
@@ -182,8 +184,7 @@ def test_streaming_events_write_nothing(store):
     debate_id = run_debate(store)
     before = row_counts(store)
     updated = store.get_debate(debate_id)["updated_at"]
-    for event in (RoundStarted(round=3, order=["Agent 1"]),
-                  TurnStarted(turn_id="x", round=3, agent="Agent 1", kind="discussion", model="m", prompt=[]),
+    for event in (TurnStarted(turn_id="x", round=3, agent="Agent 1", kind="discussion", model="m", prompt=[]),
                   TokenReceived(turn_id="x", agent="Agent 1", text="tok"),
                   TurnRetried(turn_id="x", agent="Agent 1", attempt=2, error="boom")):
         store.record(event)
@@ -238,16 +239,60 @@ def test_debate_started_creates_an_unknown_debate_and_resumes_a_known_one(store)
     assert (debate["status"], debate["pid"], debate["finished_at"]) == ("running", os.getpid(), None)
 
 
-def test_reset_derived_forgets_what_a_resume_replays(store):
+def test_round_orders_are_stored(store):
     debate_id = run_debate(store)
+    assert [(r["round"], r["speakers"]) for r in store.rounds(debate_id)] == [(1, ["Agent 1", "Agent 2"])]
+
+
+def test_a_resume_claim_forgets_what_a_resume_replays_and_undo_puts_it_back(store):
+    debate_id = run_debate(store)
+    store.set_status(debate_id, "stopped")
     store.annotate(debate_id, "turn-0", "keep")
-    before = row_counts(store)
-    store.reset_derived(debate_id)
+    before, row_before = row_counts(store), store.get_debate(debate_id)
+    exported = store.export_debate(debate_id)
+    claim = store.claim_for_resume(debate_id, "me:1:abc")
     after = row_counts(store)
     assert (after["votes"], after["decisions"], after["challenges"]) == (0, 0, 0)
     assert {k: v for k, v in after.items() if k not in ("votes", "decisions", "challenges")} == \
         {k: v for k, v in before.items() if k not in ("votes", "decisions", "challenges")}
-    assert store.get_debate(debate_id)["answer"] is None
+    debate = store.get_debate(debate_id)
+    assert (debate["status"], debate["owner"], debate["answer"]) == ("running", "me:1:abc", None)
+    # The resume adds a failed turn and an error, then gives up: everything goes back as it was.
+    mine = Store(store.path, owner="me:1:abc")
+    mine.record(TurnFinished(turn=make_turn(7, "Agent 1", "", status="failed", error="gone")), debate_id)
+    mine.record(ErrorOccurred(message="gone"), debate_id)
+    mine.record(DebateFinished(status="failed", reason="gone"), debate_id)
+    store.annotate(debate_id, "turn-1", "added meanwhile")  # a person's note is never undone
+    assert store.undo_resume(claim) is True
+    now = store.export_debate(debate_id)
+    for table in ("turns", "votes", "decisions", "challenges", "errors", "steering", "rounds"):
+        assert now[table] == exported[table], table
+    restored = store.get_debate(debate_id)
+    assert {k: restored[k] for k in ("status", "answer", "reason", "finished_at", "owner")} == \
+        {k: row_before[k] for k in ("status", "answer", "reason", "finished_at", "owner")}
+    assert [a["tag"] for a in store.annotations(debate_id)] == ["keep", "added meanwhile"]
+
+
+def test_a_writer_that_lost_its_claim_writes_nothing(store):
+    debate_id = run_debate(store)
+    store.set_status(debate_id, "interrupted")
+    store.claim_for_resume(debate_id, "first:1:a")
+    store.db["debates"].update(debate_id, {"owner": "second:2:b"})  # someone else took it over
+    loser = Store(store.path, owner="first:1:a")
+    before = row_counts(store)
+    with pytest.raises(ClaimLost):
+        loser.record(TurnFinished(turn=make_turn(9, "Agent 1", "late")), debate_id)
+    assert row_counts(store) == before
+
+
+@pytest.mark.parametrize("status, refused", [("finished", "is finished"), ("running", "is still running")])
+def test_finished_and_live_debates_cannot_be_claimed(store, status, refused):
+    debate_id = run_debate(store)
+    store.set_status(debate_id, status)
+    before = store.export_debate(debate_id)
+    with pytest.raises(ResumeRefused, match=refused):
+        store.claim_for_resume(debate_id, "me:1:abc")
+    assert store.export_debate(debate_id) == before
 
 
 def test_fork_keeps_parent_and_seq(store):
@@ -432,10 +477,30 @@ def test_markdown_shows_only_failed_attempts_besides_the_decision(store):
     assert "No decision" not in md and "solution 1 won" not in md
 
 
-def test_markdown_keeps_model_text_as_is(store):
+def test_markdown_shows_model_text_literally_and_safely(store):
+    store.create_debate("a" * 32, {**CONFIG, "question": "Is <img src=x onerror=alert(1)> safe?"})
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "x < y and <b>bold</b> <script>alert(1)</script> "
+                                             "[click](javascript:alert(2)) <JavaScript:alert(3)> & done")))
+    store.annotate("a" * 32, "turn-0", "<i>tag</i>", "[x](javascript:void(0))")
+    md = store.to_markdown("a" * 32)
+    assert "x &lt; y and &lt;b&gt;bold&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;" in md
+    assert r"\[click\](javascript&#58;alert(2)) &lt;JavaScript&#58;alert(3)&gt; &amp; done" in md
+    assert "# Is &lt;img src=x onerror=alert(1)&gt; safe?" in md
+    assert r"> **&lt;i&gt;tag&lt;/i&gt;**: \[x\](javascript&#58;void(0))" in md
+    for raw in ("<", "javascript:", "JavaScript:"):
+        assert raw not in md, raw
+    assert re.search(r"(?<!\\)\]\(", md) is None  # no link can form: every ] before ( is escaped
+
+
+def test_csv_cells_never_start_a_formula(store):
     store.create_debate("a" * 32, CONFIG)
-    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "x < y and <b>bold</b>")))
-    assert "x < y and <b>bold</b>" in store.to_markdown("a" * 32)
+    hostile = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR", "plain =1"]
+    for seq, text in enumerate(hostile):
+        store.record(TurnFinished(turn=make_turn(seq, text, text, answer=text)))
+    rows = list(csv.DictReader(io.StringIO(store.to_csv("a" * 32), newline="")))
+    assert [r["content"] for r in rows] == ["'" + t for t in hostile[:-1]] + ["plain =1"]
+    assert [r["agent"] for r in rows] == [r["content"] for r in rows] == [r["answer"] for r in rows]
+    assert rows[0]["seq"] == "0"  # numbers stay numbers
 
 
 def test_csv_has_one_row_per_turn(store):
@@ -464,16 +529,18 @@ def test_running_debates_of_dead_processes_become_interrupted(store, tmp_path):
     for debate_id, values in {
         "dead" + "0" * 28: {"pid": dead_pid()},
         "live" + "0" * 28: {"pid": os.getpid()},
-        "gone" + "0" * 28: {"host": "elsewhere", "updated_at": now - 3600},
-        "away" + "0" * 28: {"host": "elsewhere", "updated_at": now},
+        "hung" + "0" * 28: {"pid": os.getpid(), "heartbeat_at": now - 3600, "updated_at": now - 3600},
+        "gone" + "0" * 28: {"host": "elsewhere", "updated_at": now - 3600, "heartbeat_at": now - 3600},
+        "away" + "0" * 28: {"host": "elsewhere", "updated_at": now - 3600},
+        "old_" + "0" * 28: {"host": "elsewhere", "updated_at": now - 3600, "heartbeat_at": None},
         "done" + "0" * 28: {"pid": dead_pid(), "status": "finished"},
     }.items():
         store.create_debate(debate_id, CONFIG)
         store.db["debates"].update(debate_id, values)
-    assert sorted(store.mark_dead_interrupted()) == ["dead" + "0" * 28, "gone" + "0" * 28]
+    assert sorted(store.mark_dead_interrupted()) == [p + "0" * 28 for p in ("dead", "gone", "hung", "old_")]
     status = {d["id"][:4]: d["status"] for d in store.list_debates()}
-    assert status == {"dead": "interrupted", "live": "running", "gone": "interrupted", "away": "running",
-                      "done": "finished"}
+    assert status == {"dead": "interrupted", "live": "running", "hung": "interrupted", "gone": "interrupted",
+                      "away": "running", "old_": "interrupted", "done": "finished"}
     assert store.mark_dead_interrupted() == []
 
 
