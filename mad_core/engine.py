@@ -252,12 +252,14 @@ class DebateEngine:
 
     def _debate(self) -> None:
         cfg = self.cfg
+        started = time.time()
         if self._store is not None and not self.resumed:
             self._store.create_debate(self.debate_id, cfg.to_dict(), parent_id=self.parent_id,
-                                      forked_from_seq=self.forked_from_seq)
+                                      forked_from_seq=self.forked_from_seq, created_at=started)
         if self._store is not None:
             HEARTBEATS.add(self._store_path, self.debate_id, self.owner)
-        self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=self.resumed, parent_id=self.parent_id))
+        self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=self.resumed, parent_id=self.parent_id,
+                                 ts=started))
         if cfg.auto_personas:
             self._generate_personas()
         self._emit(PersonasAssigned(dict(self.personas)))
@@ -445,7 +447,8 @@ class DebateEngine:
                 turn.status, turn.error = "interrupted", "stopped before it began"
                 return turn
             turn.started_at = time.time()
-            self._push(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt))
+            self._push(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt,
+                                   ts=turn.started_at))
 
             def should_stop() -> bool:
                 self.controller.wait_while_paused()
@@ -619,6 +622,7 @@ class DebateEngine:
     # ===== plumbing ========================================================================
     def _apply_steering(self) -> None:
         for action in self.controller.take_actions():
+            action.ts = time.time()  # when it took effect (a stored debate replays it there)
             if action.action == "message":
                 for label in action.targets or self.agent_labels():
                     self._pending[label].append(action.message)

@@ -103,7 +103,7 @@ CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "error
 RUN_TABLES = ("turns", "votes", "decisions", "challenges", "steering", "errors", "rounds")
 
 # What a resumed debate recomputes from its stored turns.
-DERIVED_TABLES = ("votes", "decisions", "challenges")
+DERIVED_TABLES = ("votes", "decisions", "challenges", "rounds")
 # Config keys that may hold a secret: api_key, openai_api_key, apikey, token, hf_token, secret...
 _SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.IGNORECASE)
 
@@ -453,12 +453,12 @@ class Store:
 
     # ----- writing ------------------------------------------------------------------------
     def create_debate(self, debate_id: str, config: Any, *, parent_id: str | None = None,
-                      forked_from_seq: int | None = None) -> None:
+                      forked_from_seq: int | None = None, created_at: float | None = None) -> None:
         """Store a new running debate owned by this process, with its agents."""
         config = scrub_secrets(config.to_dict() if hasattr(config, "to_dict") else dict(config))
         agents = config.get("agents") or []
         models = list(dict.fromkeys(a.get("model", "") for a in agents))
-        now = time.time()
+        now = created_at or time.time()
         with self._write():
             if self.get_debate(debate_id) is not None:
                 raise ValueError(f"debate {debate_id} already exists")

@@ -126,7 +126,10 @@ class DebateView:
 
 
 def stored_events(store, debate_id: str) -> list[Event]:
-    """The events of a stored debate, re-created from its rows in their original order."""
+    """The events of a stored debate, re-created from its rows in their original order.
+
+    Folding them gives the view the live events gave (turns, votes, decisions, errors,
+    steering, round orders, how it ended); tests/unit/test_stored_equals_live.py checks it."""
     record = store.get_debate(debate_id)
     if record is None:
         raise KeyError(f"no debate {debate_id!r}")
@@ -134,10 +137,11 @@ def stored_events(store, debate_id: str) -> list[Event]:
                                          ts=record.get("created_at") or 0.0)]
     personas = {a["label"]: a.get("persona") or "" for a in store.agents(debate_id)}
     events.append(PersonasAssigned(personas, ts=events[0].ts))
-    timed: list[Event] = []
-    seen_rounds: set[int] = set()
+    timed: list[Event] = [RoundStarted(row["round"], row.get("speakers") or [], ts=row.get("ts") or 0.0)
+                          for row in store.rounds(debate_id)]
+    seen_rounds = {event.round for event in timed}
     for turn in store.turns(debate_id):
-        if turn.round not in seen_rounds and turn.kind in DISCUSSION_KINDS:
+        if turn.round not in seen_rounds and turn.kind in DISCUSSION_KINDS:  # stored before orders were
             seen_rounds.add(turn.round)
             timed.append(RoundStarted(turn.round, [], ts=turn.started_at - 1e-6))
         timed.append(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt,
@@ -160,11 +164,13 @@ def stored_events(store, debate_id: str) -> list[Event]:
         timed.append(SteeringApplied(row["action"], row.get("targets"), row.get("message"), ts=row.get("ts") or 0.0))
     for row in store.challenges(debate_id):
         timed.append(ChallengeResult(row["agent"], row.get("agrees"), row.get("new_answer"), ts=row.get("ts") or 0.0))
+    for row in store.errors(debate_id):
+        timed.append(ErrorOccurred(row["message"], row.get("agent"), row.get("turn_id"), ts=row.get("ts") or 0.0))
     timed.sort(key=lambda e: e.ts)
     events.extend(timed)
     if record.get("status") != "running":
-        events.append(DebateFinished(record["status"], record.get("answer"), ts=record.get("finished_at") or
-                                     (timed[-1].ts if timed else events[0].ts)))
+        events.append(DebateFinished(record["status"], record.get("answer"), record.get("reason") or "",
+                                     ts=record.get("finished_at") or (timed[-1].ts if timed else events[0].ts)))
     return events
 
 
@@ -209,6 +215,7 @@ def _turn_finished(v: DebateView, e: TurnFinished) -> None:
     view.text, view.status, view.seq, view.error = t.content, t.status, t.seq, t.error
     view.answer, view.agreement, view.confidence = t.answer, t.agreement, t.confidence
     view.prompt_tokens, view.completion_tokens, view.latency_s = t.prompt_tokens, t.completion_tokens, t.latency_s
+    view.retries = max(view.retries, (t.attempts or 1) - 1)  # also when no TurnRetried was seen (stored)
     usage = v.usage.setdefault(t.agent, AgentUsage())
     usage.calls += 1
     usage.prompt_tokens += t.prompt_tokens

@@ -1,0 +1,99 @@
+"""Stored equals live: folding a debate's stored events gives the view its live events gave.
+
+A debate reopened from the archive must render exactly as it did while it ran: turns (text,
+status, errors, retries, usage), votes, decision attempts and the decision, challenges,
+steering, errors, each round's speaking order and how the debate ended. Every paradigm runs
+with the scripted model; some runs add failures, retries, steering and a challenge step.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mad_core import Controller, DebateConfig, DebateEngine, components
+from mad_core.events import TurnFinished
+from mad_core.store import Store
+from mad_core.view import DebateView, stored_events
+
+
+def normalised(view: DebateView) -> dict:
+    data = dataclasses.asdict(view)
+    data["turns"] = sorted(data["turns"], key=lambda t: (t["seq"] is None, t["seq"], t["id"]))
+    return data
+
+
+def live_and_stored(config: DebateConfig, tmp_path, steer=None) -> tuple[dict, dict, list]:
+    store = Store(tmp_path / "debates.db")
+    controller = Controller()
+    engine = DebateEngine(config, controller=controller, store=store)
+    live, events = DebateView(), []
+    for event in engine.run():
+        if steer is not None:
+            steer(event, controller)
+        live.apply(event)
+        events.append(event)
+    stored = DebateView.from_store(store, engine.debate_id)
+    return normalised(live), normalised(stored), events
+
+
+def assert_same(live: dict, stored: dict) -> None:
+    for key in live:
+        assert stored[key] == live[key], key
+
+
+def config_for(paradigm: str, model: str, **settings) -> DebateConfig:
+    n = 2 if paradigm == "two_sided" else 3
+    extra = {"judge_model": model, "protocol": "judge"} if paradigm == "two_sided" else {}
+    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
+    return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents,
+                                   "paradigm": paradigm, "rounds": 2, "max_rounds": 3, "retry_base_delay": 0,
+                                   **extra, **settings})
+
+
+def judge_aware(roles):
+    base = roles(answers={"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Paris"})
+
+    def reply(messages, info):
+        if info["metadata"]["kind"] == "judge":
+            return "Decision: NO\nAnswer:" if info["metadata"]["round"] < 2 else "Decision: YES\nAnswer: Paris"
+        return base(messages, info)
+    return reply
+
+
+@pytest.mark.parametrize("paradigm", components()["paradigm"])
+def test_every_paradigm_reopens_as_it_ran(paradigm, script, roles, tmp_path):
+    # A server error on call 1 (retried), a hard failure on call 4 (a failed turn with an error).
+    model, _ = script(judge_aware(roles), faults={1: "server_error", 4: "exception"})
+    config = config_for(paradigm, model, ordering="random", seed=7, all_agents_drafting=paradigm == "memory")
+    live, stored, events = live_and_stored(config, tmp_path)
+    assert live["status"] == "finished" and live["decision"] is not None
+    assert any(t["retries"] == 1 for t in live["turns"])  # the retried call shows as retried both ways
+    assert any(t["status"] == "failed" for t in live["turns"]) and live["errors"]
+    assert all(order for order in live["rounds"].values())  # every round's order is known, stored too
+    assert_same(live, stored)
+
+
+def test_steering_challenges_and_votes_reopen_as_they_ran(script, roles, tmp_path):
+    model, _ = script(roles(answers={"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Paris"},
+                            votes={"Agent 1": "1", "Agent 2": "maybe", "Agent 3": "Solution 1"},
+                            challenge="DISAGREE, it is Lyon.\nFinal answer: Lyon"))
+    config = config_for("memory", model, protocol="cumulative_voting", challenge=True, vote_retries=1)
+
+    def steer(event, controller):
+        if isinstance(event, TurnFinished) and event.turn.seq == 0:
+            controller.say("Think about Lyon.", ["Agent 2"])
+            controller.pause()
+            controller.resume()
+    live, stored, _ = live_and_stored(config, tmp_path, steer)
+    assert [s["action"] for s in live["steering"]] == ["message", "pause", "resume"]
+    assert live["challenges"] and live["votes"]
+    assert_same(live, stored)
+
+
+def test_a_failed_debate_reopens_with_its_cause(script, roles, tmp_path):
+    model, _ = script(roles(), faults={i: "exception" for i in range(50)})
+    live, stored, _ = live_and_stored(config_for("simultaneous", model), tmp_path)
+    assert live["status"] == "failed" and "every turn of round 1 failed" in live["finish_reason"]
+    assert "RuntimeError: scripted fault: exception" in live["finish_reason"]
+    assert_same(live, stored)
