@@ -25,6 +25,7 @@ def load(debate_id: str):
     store = open_store()
     if store.get_debate(debate_id) is None:
         return None, None
+    store.mark_dead_interrupted()  # run by a process that is gone: say so
     return None, DebateView.from_store(store, debate_id)
 
 
@@ -38,6 +39,8 @@ def watch(debate_id: str) -> None:
     with st.sidebar:
         st.subheader("Steer the debate")
         controls.render_controls(debate, view.agents)
+    if not was_running:
+        controls.resume_button(open_store(), debate_id, view.status, st, key="resume_debate")
 
     # One auto-refreshing fragment only: several run_every fragments interrupt each other.
     @st.fragment(run_every=0.5 if was_running else None)

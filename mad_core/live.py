@@ -13,6 +13,7 @@ from typing import Any
 
 from .config import DebateConfig
 from .engine import Controller, DebateEngine, fork_debate, resume_debate
+from .events import DebateFinished, ErrorOccurred
 from .view import DebateView
 
 _LIVE: dict[str, "LiveDebate"] = {}
@@ -37,8 +38,18 @@ class LiveDebate:
             for event in self._iter:
                 with self._lock:
                     self._view.apply(event)
+        except Exception as exc:  # noqa: BLE001 - a broken worker must still end visibly
+            self._end(f"the debate's worker stopped: {type(exc).__name__}: {exc}")
         finally:
+            self._end("the debate's worker stopped without ending the debate")
             self.done = True
+
+    def _end(self, reason: str) -> None:
+        """Show the debate as failed if its worker died before saying how it ended."""
+        with self._lock:
+            if self._view.status == "running":
+                self._view.apply(ErrorOccurred(reason))
+                self._view.apply(DebateFinished("failed", None, reason=reason))
 
     def view(self) -> DebateView:
         """A consistent copy of the folded state, safe to render from another thread.
@@ -76,6 +87,8 @@ def start_fork(debate_id: str, upto_seq: int, store: Any, config: DebateConfig |
 
 
 def start_resume(debate_id: str, store: Any, owner: str | None = None) -> LiveDebate:
+    """Resume a debate in the background. Raises ResumeRefused / ConfigError (nothing changed)
+    when it cannot be resumed: finished, running elsewhere, or its models are gone."""
     controller = Controller()
     return _register(LiveDebate(debate_id, resume_debate(debate_id, store, controller), controller, owner))
 

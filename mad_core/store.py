@@ -102,6 +102,8 @@ CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "error
 # Tables a resume may add rows to (undone when the resume fails before any progress).
 RUN_TABLES = ("turns", "votes", "decisions", "challenges", "steering", "errors", "rounds")
 
+# Statuses a debate can be resumed from.
+RESUMABLE_STATUSES = ("interrupted", "stopped", "failed")
 # What a resumed debate recomputes from its stored turns.
 DERIVED_TABLES = ("votes", "decisions", "challenges", "rounds")
 # Config keys that may hold a secret: api_key, openai_api_key, apikey, token, hf_token, secret...
@@ -542,7 +544,7 @@ class Store:
             if debate is None:
                 raise ResumeRefused(f"no debate with id {debate_id!r}")
             status = debate["status"]
-            if status == "finished":
+            if status not in RESUMABLE_STATUSES + ("running",):
                 raise ResumeRefused(f"debate {debate_id[:8]} is finished: there is nothing to resume "
                                     "(fork it to continue it differently)")
             if status == "running" and not self._is_dead(debate, socket.gethostname(), time.time()):

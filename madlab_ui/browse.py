@@ -19,7 +19,7 @@ from mad_core import live, registry
 from mad_core.events import DEBATE_STATUSES, TurnFinished, TurnStarted
 from mad_core.view import DebateView, TurnView, stored_events
 
-from . import plots, transcript
+from . import controls, plots, transcript
 from .common import (DEBATE_ID, DEBATE_PAGE, FORK_REQUEST, OPEN_DEBATE, id8, md_escape, open_store, owner_id,
                      short, when)
 
@@ -136,13 +136,9 @@ def _actions(store, record: dict) -> None:
     for col, (key, (label, data, file_name, mime)) in zip(cols, export_files(store, debate_id).items()):
         col.download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore",
                             width="stretch")
-    if record["status"] in ("interrupted", "stopped") and not running_here:
-        if cols[3].button("Resume", key="resume", icon="▶️", width="stretch",
-                          help="Continue from the last finished turn, on the Debate page."):
-            live.start_resume(debate_id, store, owner=owner_id())
-            st.session_state[DEBATE_ID] = debate_id
-            st.switch_page(DEBATE_PAGE)
-    elif running_here:
+    if not running_here:
+        controls.resume_button(store, debate_id, record["status"], cols[3], key="resume")
+    else:
         if cols[3].button("Watch live", key=f"watch_{id8(debate_id)}", width="stretch"):
             st.session_state[DEBATE_ID] = debate_id
             st.switch_page(DEBATE_PAGE)

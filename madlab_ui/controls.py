@@ -3,14 +3,43 @@
 Keys: `pause`, `resume`, `stop`, `force_decision`, `say_all_text` + `say_all_send`,
 `say_one_agent` + `say_one_text` + `say_one_send`. A message reaches the agents' next prompts
 (the engine applies it between turns), then shows up in the transcript as `steer_{j}`.
+`resume_button` continues a stopped, failed or interrupted debate (key given by the page); when
+the debate cannot be resumed (finished, run elsewhere, its model gone) it says why and nothing
+changes.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from mad_core import live
+from mad_core.config import ConfigError
 from mad_core.live import LiveDebate
+from mad_core.store import RESUMABLE_STATUSES, ResumeRefused
+
+from .common import DEBATE_ID, DEBATE_PAGE, owner_id
 
 NOTICE = "steer_notice"
+RESUME_ERROR = "resume_error"
+
+
+def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
+    """A Resume button (in `where`) for a debate that ended unfinished and that nobody here runs."""
+    running_here = (debate := live.get(debate_id)) is not None and not debate.done
+    if status not in RESUMABLE_STATUSES or running_here:
+        return
+    if where.button("Resume", key=key, icon="▶️", width="stretch",
+                    help="Continue from the last finished turn, on the Debate page."):
+        try:
+            live.start_resume(debate_id, store, owner=owner_id())
+        except (ResumeRefused, ConfigError) as exc:
+            st.session_state[RESUME_ERROR] = (debate_id, f"Cannot resume: {exc}")
+        else:
+            st.session_state.pop(RESUME_ERROR, None)
+            st.session_state[DEBATE_ID] = debate_id
+            st.switch_page(DEBATE_PAGE)
+    error = st.session_state.get(RESUME_ERROR)
+    if error and error[0] == debate_id:
+        st.error(error[1])
 
 
 def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
