@@ -560,3 +560,34 @@ def test_cumulative_ballots_read_back_with_integer_keys(tmp_path):
     store.record(DebateStarted("d1", {"question": "q"}), debate_id="d1")
     store.record(VoteCast(1, "A", "cumulative_voting", '{"1": 6, "2": 4}', {0: 6, 1: 4}, True), debate_id="d1")
     assert store.votes("d1")[0]["ballot"] == {0: 6, 1: 4}
+
+
+# ----- any text, any query ------------------------------------------------------------------
+def test_lone_surrogates_and_nul_are_stored_without_failing(store):
+    debate_id = "s" * 32
+    store.create_debate(debate_id, {**CONFIG, "question": "Why \ud800 this?"})
+    text = "broken \ud800 escape, a pair \ud83d\ude00 and a NUL \x00 inside"
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", text, answer="\udfff")), debate_id)
+    store.record(SteeringApplied(action="message", targets=["Agent 1"], message="hi \udc80"), debate_id)
+    turn = store.turns(debate_id)[0]
+    assert turn.content == "broken \ufffd escape, a pair \U0001F600 and a NUL \x00 inside"
+    assert turn.answer == "\ufffd" and store.get_debate(debate_id)["question"] == "Why \ufffd this?"
+    assert store.steering(debate_id)[0]["message"] == "hi \ufffd"
+    assert [r["turn_id"] for r in store.search_turns("escape")] == ["turn-0"]
+    exported = store.export_debate(debate_id)
+    assert exported["turns"][0]["content"] == turn.content
+    assert "a pair 😀 and a NUL" in store.to_markdown(debate_id)
+    assert "a pair 😀 and a NUL" in store.to_csv(debate_id)
+
+
+@pytest.mark.parametrize("query", ["x" * 100_000, "\ud800" * 5000, "\x00zq\x00" * 3000, "\"" * 50_000 + "NEAR("])
+def test_any_search_text_is_accepted(store, query):
+    run_debate(store)
+    assert store.list_debates(search=query) == []
+    assert store.search_turns(query) == []
+
+
+@pytest.mark.parametrize("limit", [10**20, -5, 0, "many", None])
+def test_any_listing_limit_is_kept_within_bounds(store, limit):
+    run_debate(store)
+    assert len(store.list_debates(limit=limit)) == 1
