@@ -591,3 +591,15 @@ def test_any_search_text_is_accepted(store, query):
 def test_any_listing_limit_is_kept_within_bounds(store, limit):
     run_debate(store)
     assert len(store.list_debates(limit=limit)) == 1
+
+
+def test_a_dead_owners_claim_expires_and_a_live_one_holds(store):
+    debate_id = run_debate(store)
+    now = time.time()
+    store.db["debates"].update(debate_id, {"status": "running", "owner": "far:1:x", "host": "far-away",
+                                           "heartbeat_at": now, "updated_at": now})
+    with pytest.raises(ResumeRefused, match="still running"):
+        store.claim_for_resume(debate_id, "me:2:y")
+    store.db["debates"].update(debate_id, {"heartbeat_at": now - 3600, "updated_at": now - 3600})
+    store.claim_for_resume(debate_id, "me:2:y")
+    assert store.get_debate(debate_id)["owner"] == "me:2:y"
