@@ -2,8 +2,10 @@
 
 What it is for:
   * ``call_model`` streams one chat completion through ``litellm.completion(stream=True)``,
-    hands each text piece to a callback, can be interrupted between pieces, retries
-    transient failures with exponential backoff, and returns a ``CallResult``.
+    hands each text piece to a callback, can be interrupted between pieces, bounds every
+    attempt by ``RetryPolicy.timeout`` (in-process backends included), retries transient
+    failures (waiting at least what a server's ``Retry-After`` asks), and returns a
+    ``CallResult`` whose error text names the real cause.
   * Four in-process backends are registered as litellm custom providers, so they take
     exactly the same path as remote models:
       ``local/...``    a GGUF model run with llama-cpp-python (``local_gguf``),
@@ -18,27 +20,37 @@ What it must not do:
     they are imported inside functions,
   * touch the network except for a remote model the caller asked for,
   * raise for a model's failure (``call_model`` returns status "failed" instead),
+  * retry earlier than a server asked, or wait longer than ``RetryPolicy.max_delay``,
+  * count time the caller spends in its own callbacks (a paused ``should_stop``) as the
+    model's time,
   * put API keys in error texts or return them from ``known_models``,
   * import streamlit or know anything about debates.
 
 Backends are plain Python: each provider module has ``generate(request)`` yielding text
 pieces (``str``) and, optionally, one final usage ``dict`` with ``prompt_tokens`` and
-``completion_tokens``. ``_handler_for`` wraps such a function into a ``litellm.CustomLLM``.
+``completion_tokens``. ``_handler_class()`` wraps such a function into a ``litellm.CustomLLM``.
+Each attempt is pulled in a helper thread (``_Pump``); a backend that can stop early
+checks ``current_cancellation()`` between tokens, and is closed from that thread when it
+next yields after the attempt was abandoned (timeout, stop, or an error in a callback).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import email.utils
 import functools
 import importlib
 import importlib.util
+import math
 import os
+import queue
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,19 +99,87 @@ class CallResult:
 
 @dataclass
 class RetryPolicy:
-    """How ``call_model`` retries transient failures."""
+    """How ``call_model`` bounds attempts and retries transient failures.
+
+    ``timeout`` bounds each attempt, whatever the backend: the attempt may spend at most
+    that many seconds waiting for the model (opening the stream, the first piece, each
+    next piece, added up); time spent in the caller's ``should_stop``/``on_token`` is not
+    counted. None: no bound of our own (litellm's own timeouts still apply remotely).
+
+    ``max_delay`` is the longest wait before a retry, a server's ``Retry-After`` included.
+    A server that asks for more than ``max_delay`` is not retried early: ``call_model``
+    gives up at once and says how long the server asked to wait (retrying before the
+    server's time only earns more rate-limit errors).
+    """
 
     max_attempts: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
-    timeout: float | None = 120.0  # per attempt, passed to litellm
+    timeout: float | None = 120.0  # seconds one attempt may wait for the model
 
     def delay(self, failed_attempts: int) -> float:
         """Backoff before the next attempt, after ``failed_attempts`` failures (1, 2, ...)."""
         return min(self.base_delay * 2 ** (failed_attempts - 1), self.max_delay)
 
+    def wait_before_retry(self, failed_attempts: int, retry_after: float | None = None) -> float | None:
+        """The wait before the next attempt: the backoff, or longer if the server asked.
+
+        ``retry_after`` is the server's Retry-After in seconds (None: it sent none). Returns
+        None when the server asked for more than ``max_delay``: do not retry.
+        """
+        if retry_after is None:
+            return self.delay(failed_attempts)
+        if retry_after > self.max_delay:
+            return None
+        return max(self.delay(failed_attempts), retry_after)
+
 
 # --------------------------------------------------------------------------- backends
+
+
+class Cancellation:
+    """Set when ``call_model`` abandons the attempt a backend is serving.
+
+    That happens on a timeout, a stop, or an exception in a caller's callback. A backend
+    gets the one for its attempt with ``current_cancellation()`` (in ``generate``, before
+    its first yield) and stops at its next token once it is set.
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Sleep up to ``timeout`` s, waking early when set; True if set."""
+        return self._event.wait(timeout)
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_set(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once when set (at once if it already is), e.g. ``event.set``."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+
+_attempt_local = threading.local()
+
+
+def current_cancellation() -> Cancellation:
+    """The cancellation of the attempt this thread is pulling (a never-set one outside ``call_model``)."""
+    cancel = getattr(_attempt_local, "cancel", None)
+    return cancel if cancel is not None else Cancellation()
 
 
 @dataclass
@@ -119,13 +199,18 @@ def split_pieces(text: str) -> list[str]:
     return re.findall(r"\s*\S+|\s+", text)
 
 
-def stream_text(text: str, *, token_delay: float = 0.0, first_token_delay: float = 0.0) -> Iterator[str]:
-    """Yield ``text`` as word pieces, optionally pausing before the first and between pieces."""
-    if first_token_delay > 0:
-        time.sleep(first_token_delay)
+def stream_text(
+    text: str, *, token_delay: float = 0.0, first_token_delay: float = 0.0, cancel: Cancellation | None = None
+) -> Iterator[str]:
+    """Yield ``text`` as word pieces, optionally pausing before the first and between pieces.
+
+    With ``cancel``, the pauses end early and nothing more is yielded once it is set.
+    """
+    cancel = cancel or Cancellation()
     for index, piece in enumerate(split_pieces(text)):
-        if index and token_delay > 0:
-            time.sleep(token_delay)
+        delay = first_token_delay if index == 0 else token_delay
+        if cancel.wait(delay) if delay > 0 else cancel.is_set():
+            return
         yield piece
 
 
@@ -295,11 +380,74 @@ def _redact(text: str) -> str:
     return re.sub(r"\b(?:sk|gsk|xai)-[A-Za-z0-9_\-]{16,}|\bAIza[A-Za-z0-9_\-]{35}", "[REDACTED]", text)
 
 
+def _header_maps(exc: BaseException) -> Iterator[Mapping]:
+    """Every response-header mapping litellm 1.106.2 may have attached to ``exc`` or its causes.
+
+    Mapped provider errors keep the vendor's headers on ``exc.response.headers`` (an
+    ``httpx.Headers``); ``exception_type`` also sets ``exc.litellm_response_headers``; some
+    errors carry a plain ``exc.headers`` dict. Wrappers (``MidStreamFallbackError``) keep
+    the mapped error in ``original_exception``.
+    """
+    seen: list[BaseException] = []
+    pending: list[BaseException | None] = [exc]
+    while pending and len(seen) < 10:
+        current = pending.pop(0)
+        if current is None or any(current is done for done in seen):
+            continue
+        seen.append(current)
+        for name in ("headers", "response", "litellm_response_headers"):
+            try:  # a property that raises is as good as no headers
+                headers = getattr(current, name, None)
+                headers = getattr(headers, "headers", None) if name == "response" else headers
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(headers, Mapping):
+                yield headers
+        pending += [getattr(current, "original_exception", None), current.__cause__, current.__context__]
+
+
+def retry_after_seconds(headers: Mapping, now: float | None = None) -> float | None:
+    """Seconds a server asked to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date).
+
+    None when there is no such header or it cannot be read; a date in the past gives 0.
+    """
+    lowered = {str(key).lower(): str(value).strip() for key, value in headers.items()}
+    with contextlib.suppress(ValueError):
+        milliseconds = float(lowered.get("retry-after-ms", ""))
+        if math.isfinite(milliseconds) and milliseconds >= 0:
+            return milliseconds / 1000
+    value = lowered.get("retry-after", "")
+    with contextlib.suppress(ValueError):
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The Retry-After (seconds) of the first header mapping in ``exc``'s chain that has one."""
+    for headers in _header_maps(exc):
+        seconds = retry_after_seconds(headers)
+        if seconds is not None:
+            return seconds
+    return None
+
+
+def _seconds(value: float) -> str:
+    """``30``, ``0.25``, ``2.5``: a duration for an error text."""
+    return f"{value:.0f}" if value >= 10 else f"{round(value, 2):g}"
+
+
 def _describe(exc: BaseException) -> str:
     """``TypeName: message`` without litellm's repeated prefix, tracebacks or keys."""
     name = type(exc).__name__
     message = str(getattr(exc, "message", None) or exc).strip()
-    message = re.sub(rf"^litellm\.{name}:\s*", "", message)
+    message = re.sub(rf"^(?:(?:litellm\.)?{name}:\s*)+", "", message)  # litellm repeats the type name
     message = message.split("\nTraceback (most recent call last)")[0].strip()
     if len(message) > 1000:
         message = message[:1000] + "..."
@@ -318,24 +466,82 @@ class _Attempt:
     error: BaseException | None = None
 
 
-def _stream_once(model, messages, options, on_token, should_stop, started) -> _Attempt:
-    """One streamed attempt. Model errors are returned in ``error``; callback errors propagate."""
+class _Pump:
+    """Pulls one attempt's stream in a helper thread, one chunk per ``next`` call.
+
+    The stream is opened at once; after that the model advances only when ``next`` asks
+    (as a plain loop would), so a caller blocked in ``should_stop`` holds the model back.
+    ``next(timeout)`` waits at most ``timeout`` seconds. ``abandon()`` sets the attempt's
+    ``Cancellation``; the helper thread closes the stream (releasing a local model's lock,
+    an HTTP connection) as soon as the backend hands control back to it, since a
+    generator can only be closed by the thread that runs it.
+    """
+
+    def __init__(self, open_stream: Callable[[], Any]):
+        self.cancel = Cancellation()
+        self._wanted = threading.Semaphore(0)
+        self._items: queue.SimpleQueue = queue.SimpleQueue()
+        thread = threading.Thread(target=self._run, args=(open_stream,), name="madlab-model-stream", daemon=True)
+        thread.start()
+
+    def _run(self, open_stream: Callable[[], Any]) -> None:
+        _attempt_local.cancel = self.cancel
+        stream = None
+        try:
+            stream = open_stream()
+            chunks = iter(stream)
+            while self._wanted.acquire() and not self.cancel.is_set():
+                try:
+                    self._items.put(("chunk", next(chunks)))
+                except StopIteration:
+                    self._items.put(("end", None))
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as the attempt's error
+            self._items.put(("error", exc))
+        finally:
+            if stream is not None:
+                _close_stream(stream)
+
+    def next(self, timeout: float | None) -> tuple[str, Any]:
+        """``("chunk", chunk)``, ``("end", None)``, ``("error", exc)`` or ``("timeout", None)``."""
+        self._wanted.release()
+        try:
+            return self._items.get(timeout=None if timeout is None else max(timeout, 0.0))
+        except queue.Empty:
+            return "timeout", None
+
+    def abandon(self) -> None:
+        self.cancel.set()
+        self._wanted.release()  # wakes the helper thread if it waits for a request
+
+
+def _attempt_timeout(model: str, timeout: float, pieces: int) -> BaseException:
+    within = f"within {_seconds(timeout)} s"
+    if pieces:
+        message = f"the reply stalled after {pieces} piece{'s' * (pieces > 1)} and did not finish {within}"
+    else:
+        message = f"no reply {within}"
+    return _litellm().Timeout(message=message, model=model, llm_provider=_split(model)[0])
+
+
+def _stream_once(model, messages, options, on_token, should_stop, started, timeout) -> _Attempt:
+    """One streamed attempt, waiting at most ``timeout`` s for the model in all.
+
+    Model errors (a timeout included) are returned in ``error``; callback errors propagate.
+    """
     attempt = _Attempt()
     parts: list[str] = []
-    try:
-        stream = _litellm().completion(model=model, messages=messages, stream=True, **options)
-    except Exception as exc:  # noqa: BLE001 - every model error becomes a result
-        attempt.error = exc
-        return attempt
-    chunks = iter(stream)
+    pump = _Pump(lambda: _litellm().completion(model=model, messages=messages, stream=True, **options))
+    waited = 0.0
     try:
         while True:
-            try:
-                chunk = next(chunks)
-            except StopIteration:
+            asked = time.perf_counter()
+            kind, chunk = pump.next(None if timeout is None else timeout - waited)
+            waited += time.perf_counter() - asked
+            if kind == "end":
                 break
-            except Exception as exc:  # noqa: BLE001
-                attempt.error = exc
+            if kind != "chunk":
+                attempt.error = chunk if kind == "error" else _attempt_timeout(model, timeout, len(parts))
                 break
             attempt.usage = getattr(chunk, "usage", None) or attempt.usage
             piece = chunk.choices[0].delta.content if chunk.choices else None
@@ -344,7 +550,8 @@ def _stream_once(model, messages, options, on_token, should_stop, started) -> _A
             if attempt.first_token_s is None:
                 attempt.first_token_s = time.perf_counter() - started
             # Asked before a piece is delivered, so nothing reaches the caller after a stop
-            # (and a should_stop that blocks while paused holds the piece back until resume).
+            # (and a should_stop that blocks while paused holds the piece back until resume;
+            # that time is not the model's, so it does not count against the timeout).
             if should_stop is not None and should_stop():
                 attempt.interrupted = True
                 break
@@ -352,7 +559,7 @@ def _stream_once(model, messages, options, on_token, should_stop, started) -> _A
             if on_token is not None:
                 on_token(piece)
     finally:
-        _close_stream(stream)
+        pump.abandon()
         attempt.text = "".join(parts)
     if attempt.error is None and not attempt.interrupted and not attempt.text.strip():
         attempt.error = EmptyReplyError("the model returned an empty reply")
@@ -404,13 +611,28 @@ def call_model(
 
     ``on_token(piece)`` gets every non-empty streamed piece; ``should_stop()`` is asked
     before each attempt and before each piece is delivered and, when true, ends the call
-    with status "interrupted" and the text delivered so far (the piece in hand is dropped). Transient failures (timeouts, rate limits,
-    connection and 5xx errors, an empty reply) are retried up to ``retry.max_attempts``
-    with ``sleep(min(base_delay * 2**k, max_delay))`` between attempts;
-    ``on_retry(failed_attempt_number, error_text)`` is called before each retry (1 for the
-    first failure), so a caller can clear a partially streamed reply. Other errors fail at
-    once. Model errors never raise: they give status "failed" and an ``error`` text.
-    Exceptions raised by the callbacks themselves propagate.
+    with status "interrupted" and the text delivered so far (the piece in hand is
+    dropped). A ``should_stop`` that blocks (a paused debate) holds the model back, and
+    that time does not count against the timeout.
+
+    Each attempt may wait at most ``retry.timeout`` seconds for the model, whatever the
+    backend (see ``RetryPolicy``); past that it is abandoned (the backend is told through
+    its ``Cancellation`` and closed when it next yields) and counts as a ``Timeout``.
+
+    Transient failures (timeouts, rate limits, connection and 5xx errors, an empty reply)
+    are retried, ``retry.max_attempts`` attempts in all, with ``sleep(wait)`` between
+    them: ``wait = min(base_delay * 2**k, max_delay)``, or the server's Retry-After
+    (``retry-after-ms``, ``Retry-After`` in seconds or as an HTTP date) when that is
+    longer. When the server asks for more than ``max_delay`` the call gives up at once
+    rather than retry early. ``on_retry(failed_attempt_number, error_text)`` is called
+    before each retry (1 for the first failure), so a caller can clear a partially
+    streamed reply. Other errors fail at once.
+
+    Model errors never raise: they give status "failed" and an ``error`` text naming the
+    cause, e.g. ``"Timeout: no reply within 0.5 s (3 attempts)"`` or
+    ``"RateLimitError: ... (server asked to retry after 30 s, more than retry_max_wait_s
+    = 8 s, so not retried; 1 attempt)"``; keys are redacted. Exceptions raised by the
+    callbacks themselves propagate.
     """
     retry = retry or RetryPolicy()
     started = time.perf_counter()
@@ -450,18 +672,26 @@ def call_model(
         if should_stop is not None and should_stop():
             return result("interrupted", _Attempt(), attempts)
         attempts += 1
-        attempt = _stream_once(model, messages, options, on_token, should_stop, started)
+        attempt = _stream_once(model, messages, options, on_token, should_stop, started, retry.timeout)
         if attempt.interrupted:
             return result("interrupted", attempt, attempts)
         if attempt.error is None:
             return result("ok", attempt, attempts)
         error = _provider_error(attempt.error)
         error_text = _describe(error)
-        if not isinstance(error, _transient_types()) or attempts >= retry.max_attempts:
+        if not isinstance(error, _transient_types()):
             return result("failed", attempt, attempts, error_text)
+        retry_after = _retry_after(attempt.error)
+        notes = [] if retry_after is None else [f"server asked to retry after {_seconds(retry_after)} s"]
+        wait = retry.wait_before_retry(attempts, retry_after) if attempts < retry.max_attempts else None
+        if wait is None:
+            if attempts < retry.max_attempts:  # the server asked for more than we may wait
+                notes[-1] += f", more than retry_max_wait_s = {_seconds(retry.max_delay)} s, so not retried"
+            notes.append(f"{attempts} attempt{'s' if attempts > 1 else ''}")
+            return result("failed", attempt, attempts, f"{error_text} ({'; '.join(notes)})")
         if on_retry is not None:
-            on_retry(attempts, error_text)
-        sleep(retry.delay(attempts))
+            on_retry(attempts, f"{error_text} ({notes[0]})" if notes else error_text)
+        sleep(wait)
 
 
 # --------------------------------------------------------------------------- model names

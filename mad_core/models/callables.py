@@ -3,6 +3,10 @@
 ``register_callable(fn)`` returns a model name ``callable/<name>``; a call to it runs
 ``fn(messages)`` and streams the returned text as word pieces. Useful for tests and for
 deterministic or rule-based "agents".
+
+A plain function cannot be interrupted: when ``call_model``'s timeout abandons a call
+that is still inside ``fn``, the call is reported as a timeout at once, ``fn`` keeps its
+helper thread until it returns, and its reply is then dropped (nothing of it is streamed).
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from mad_core.models import Request, stream_text
+from mad_core.models import Request, current_cancellation, stream_text
 
 _functions: dict[str, Callable[[list[dict]], str]] = {}
 _lock = threading.Lock()
@@ -54,4 +58,4 @@ def generate(request: Request) -> Iterator[str]:
     text = fn(request.messages)
     if not isinstance(text, str):
         raise TypeError(f"callable/{request.model} returned {type(text).__name__}, not str")
-    yield from stream_text(text)
+    yield from stream_text(text, cancel=current_cancellation())

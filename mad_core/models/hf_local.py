@@ -7,6 +7,11 @@ the CPU; it is loaded once and serves one request at a time (a lock per model).
 Generation runs in a thread and streams through ``transformers.TextIteratorStreamer``.
 The prompt uses the tokenizer's chat template when it has one, else ``role: content``
 lines. torch and transformers are imported lazily.
+
+An abandoned attempt (``call_model`` timed out or stopped it) must not keep the model:
+the attempt's ``Cancellation`` is checked once the lock is held (an abandoned attempt
+does not start) and by the stopping criterion at every generated token, so generation
+ends within one token and the lock is released.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from mad_core.models import Request, _missing_package
+from mad_core.models import Request, _missing_package, current_cancellation
 
 DEFAULT_MAX_NEW_TOKENS = 512
 
@@ -84,6 +89,7 @@ def generate(request: Request) -> Iterator[Any]:
     path = resolve(request.model)
     if path is None:
         raise ValueError(check(request.model))
+    cancel = current_cancellation()
     model, tokenizer, lock = _load(path)
 
     import torch
@@ -93,9 +99,11 @@ def generate(request: Request) -> Iterator[Any]:
 
     class StopWhenAsked(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
-            return stop.is_set()
+            return stop.is_set() or cancel.is_set()
 
     with lock:
+        if cancel.is_set():
+            return
         encoded = tokenizer(_prompt(tokenizer, request.messages), return_tensors="pt")
         inputs = {key: encoded[key].to(model.device) for key in ("input_ids", "attention_mask") if key in encoded}
         streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
@@ -135,5 +143,7 @@ def generate(request: Request) -> Iterator[Any]:
             thread.join()
         if failure:
             raise failure[0]
+        if cancel.is_set():
+            return
         completion = len(tokenizer("".join(pieces), add_special_tokens=False)["input_ids"])
         yield {"prompt_tokens": int(inputs["input_ids"].shape[-1]), "completion_tokens": completion}

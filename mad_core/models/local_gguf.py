@@ -8,6 +8,13 @@ the handler sees ``/abs/path/model.gguf``), and ``register_local_alias`` names o
 Each model file is loaded once (``n_ctx`` from ``MADLAB_N_CTX``, default 2048; all layers
 on the GPU when llama.cpp was built with GPU offload) and serves one request at a time:
 a lock per model is held while it generates. llama_cpp is imported lazily.
+
+An abandoned attempt (``call_model`` timed out or stopped it) must not keep the model:
+``generate`` checks the attempt's ``Cancellation`` once it has the lock (an attempt
+abandoned while it waited for the lock or the load does not start) and between llama.cpp
+chunks, and returns, closing llama's generator and releasing the lock. It cannot stop
+llama.cpp inside one evaluation (the prompt, or one token): llama-cpp-python has no abort
+hook, so a long prompt evaluation finishes before the lock is released.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from mad_core.models import Request, _missing_package
+from mad_core.models import Request, _missing_package, current_cancellation
 
 SMOLLM2_ALIAS = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -123,18 +130,24 @@ def generate(request: Request) -> Iterator[Any]:
     path = resolve(request.model)
     if path is None:
         raise ValueError(check(request.model))
+    cancel = current_cancellation()
     llm, lock = _load(path)
     # Unseeded calls get a fresh seed: llama-cpp would otherwise derive it from the last one.
     seed = request.seed if request.seed is not None else random.randrange(2**31)
     options: dict[str, Any] = {"stream": True, "seed": seed, "max_tokens": request.max_tokens}
     if request.temperature is not None:
         options["temperature"] = request.temperature
-    with lock, contextlib.closing(llm.create_chat_completion(messages=request.messages, **options)) as chunks:
-        pieces = []
-        for chunk in chunks:
-            piece = chunk["choices"][0]["delta"].get("content")
-            if piece:
-                pieces.append(piece)
-                yield piece
-        completion = len(llm.tokenize("".join(pieces).encode("utf-8"), add_bos=False, special=False))
-        yield {"prompt_tokens": _prompt_tokens(llm, request.messages), "completion_tokens": completion}
+    with lock:
+        if cancel.is_set():
+            return
+        with contextlib.closing(llm.create_chat_completion(messages=request.messages, **options)) as chunks:
+            pieces = []
+            for chunk in chunks:
+                if cancel.is_set():
+                    return
+                piece = chunk["choices"][0]["delta"].get("content")
+                if piece:
+                    pieces.append(piece)
+                    yield piece
+            completion = len(llm.tokenize("".join(pieces).encode("utf-8"), add_bos=False, special=False))
+            yield {"prompt_tokens": _prompt_tokens(llm, request.messages), "completion_tokens": completion}
