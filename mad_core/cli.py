@@ -7,6 +7,11 @@ controller (a second Ctrl-C quits at once); the debate is then stored as 'stoppe
 
 Exit codes: 0 ok, 1 the debate failed, 2 bad input (settings, unknown id, unreadable file),
 130 stopped with Ctrl-C. Never imports streamlit; never prints or stores API keys.
+
+Bad input is one line on stderr, `error: <field>: <message>` (imports: `error: <file>: <field>:
+<message>`), and exit code 2, before anything is written: settings are checked by
+`DebateConfig`, imports completely by `export_schema.validate_export`, and numbers and texts
+given as flags are bounded (`list --limit` 1..10000, `list --search` at most 1000 characters).
 """
 from __future__ import annotations
 
@@ -14,12 +19,14 @@ import argparse
 import contextlib
 import json
 import signal
+import sqlite3
 import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
-from .config import ConfigError, DebateConfig
+from .config import (MAX_AGENTS, ConfigError, DebateConfig, clip, one_line, read_config_data, read_text_file,
+                     short_repr)
 from .events import (
     DEBATE_STATUSES,
     ChallengeResult,
@@ -38,7 +45,8 @@ from .events import (
     TurnStarted,
     VoteCast,
 )
-from .store import STANCES, Store, describe_ballot, format_time
+from .export_schema import MAX_ID_CHARS, ExportError, validate_export
+from .store import STANCES, Store, default_db_path, describe_ballot, format_time
 
 EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
 # `run` flags that set the config field of the same name.
@@ -46,6 +54,10 @@ FIELD_FLAGS = ("question", "protocol", "paradigm", "rounds", "max_rounds", "seed
                "response_generator", "judge_model")
 # Turn kinds printed without a "(kind)" tag after the agent label.
 PLAIN_KINDS = ("draft", "discussion")
+# Bounds of `list`: rows shown, characters searched for. Larger imports are refused unread.
+LIST_LIMITS = (1, 10_000)
+MAX_SEARCH_CHARS = 1000
+MAX_IMPORT_BYTES = 200_000_000
 
 
 class CliError(Exception):
@@ -53,23 +65,17 @@ class CliError(Exception):
 
 
 # ----- configuration from a file and flags ---------------------------------------------------
-def _read_config_file(path: str) -> dict[str, Any]:
-    import yaml
-
+def whole_number(text: str) -> int | str:
+    """argparse type: the number, or the text itself when it is none (validation names the flag)."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))  # YAML is a superset of JSON
-    except OSError as exc:
-        raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("config", f"{path} is not valid YAML/JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError("config", f"{path} must hold a mapping of settings")
-    return data
+        return int(text)
+    except ValueError:  # not a number, or too many digits to read
+        return text
 
 
 def config_from_args(args: argparse.Namespace) -> DebateConfig:
     """The config file (if any) with the flags laid over it, validated."""
-    data = _read_config_file(args.config) if args.config else {}
+    data = read_config_data(Path(args.config)) if args.config else {}
     for name in FIELD_FLAGS:
         value = getattr(args, name)
         if value is not None:
@@ -80,13 +86,13 @@ def config_from_args(args: argparse.Namespace) -> DebateConfig:
 
 
 def _agents_from_flags(agents: Any, count: int | None, model: str | None) -> Any:
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_AGENTS):
+        raise ConfigError("agents", f"--agents must be a whole number from 1 to {MAX_AGENTS}, got {short_repr(count)}")
     if agents is None:  # the config's default agents
         agents = DebateConfig(question="").to_dict()["agents"]
     if not isinstance(agents, list) or not all(isinstance(a, dict) for a in agents):
         return agents  # malformed: leave it to validation to name the problem
     if count is not None:
-        if count < 1:
-            raise ConfigError("agents", f"at least one agent is needed, got {count}")
         template = {k: v for k, v in (agents[:1] or [{}])[0].items() if k not in ("label", "persona")}
         agents = agents[:count] + [{**template, "label": f"Agent {i + 1}"} for i in range(len(agents), count)]
     if model is not None:
@@ -290,12 +296,27 @@ def _stream(events: Iterable[Event], controller: Any, store: Store, debate_id: C
 
 # ----- commands ------------------------------------------------------------------------------
 def _store(args: argparse.Namespace) -> Store:
-    return Store(args.db)
+    try:
+        return Store(args.db)
+    except (sqlite3.Error, OSError) as exc:
+        where = short_repr(str(args.db or default_db_path()))
+        raise CliError(f"db: cannot open {where}: {clip(str(exc), 200)}") from None
+
+
+def _text_arg(name: str, value: str, max_chars: int) -> str:
+    """A text flag or argument that the database can take: bounded, valid Unicode."""
+    if len(value) > max_chars:
+        raise CliError(f"{name}: at most {max_chars:,} characters, got {len(value):,}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 on the command line
+        raise CliError(f"{name}: not valid UTF-8 text") from None
+    return value
 
 
 def _debate_id(store: Store, prefix: str) -> str:
     try:
-        return store.find_debate_id(prefix)
+        return store.find_debate_id(_text_arg("id", prefix, MAX_ID_CHARS))
     except LookupError as exc:
         raise CliError(str(exc)) from None
 
@@ -330,8 +351,12 @@ def _one_line(text: str, width: int) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    rows = _store(args).list_debates(status=args.status, protocol=args.protocol, search=args.search,
-                                      limit=args.limit)
+    low, high = LIST_LIMITS
+    if isinstance(args.limit, str) or not low <= args.limit <= high:
+        raise CliError(f"limit: must be a whole number from {low} to {high:,}, got {short_repr(args.limit)}")
+    search = None if args.search is None else _text_arg("search", args.search, MAX_SEARCH_CHARS)
+    protocol = None if args.protocol is None else _text_arg("protocol", args.protocol, MAX_SEARCH_CHARS)
+    rows = _store(args).list_debates(status=args.status, protocol=protocol, search=search, limit=args.limit)
     if not rows:
         print("No debates.")
         return 0
@@ -359,27 +384,41 @@ def cmd_export(args: argparse.Namespace) -> int:
     store = _store(args)
     text = EXPORTERS[args.format](store, _debate_id(store, args.id))
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8", newline="")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8", newline="")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
         print(f"Wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
 
 
+def _read_json(path: str) -> Any:
+    """The JSON document in a file (CliError when unreadable, too large, not UTF-8 or not JSON)."""
+    try:
+        text = read_text_file(path, MAX_IMPORT_BYTES)
+    except ValueError as exc:
+        raise CliError(f"{path}: {exc}") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise CliError(f"{path}: not JSON that MAD Lab can read: nested too deeply") from None
+    except ValueError as exc:  # a syntax error, or a number with too many digits to read
+        raise CliError(f"{path}: not JSON: {clip(one_line(str(exc)), 200)}") from None
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     try:
-        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{args.file} is not JSON: {exc}") from None
-    store = _store(args)
-    try:
+        data = validate_export(_read_json(args.file))  # all of it, before anything is written
+        store = _store(args)
         # Keep the exported id unless it is taken (or --new-id asks for a fresh one).
-        taken = store.get_debate(str(data["debate"]["id"])) is not None
+        taken = store.get_debate(data["debate"]["id"]) is not None
         debate_id = store.import_debate(data, new_id=args.new_id or taken)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CliError(f"{args.file} is not a valid MAD Lab export: {exc}") from None
+    except ExportError as exc:
+        raise CliError(f"{args.file}: {exc.field}: {exc.message}") from None
+    except ValueError as exc:  # e.g. the id was taken meanwhile
+        raise CliError(f"{args.file}: {clip(str(exc), 300)}") from None
     print(debate_id)
     return 0
 
@@ -392,14 +431,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a debate, streaming it to the terminal")
     run.add_argument("--config", help="YAML or JSON settings file; flags override it")
     run.add_argument("--question")
-    run.add_argument("--agents", type=int, help="number of agents")
+    run.add_argument("--agents", type=whole_number, help=f"number of agents (1-{MAX_AGENTS})")
     run.add_argument("--model", help="model for every agent, e.g. local/smollm2-135m")
     run.add_argument("--protocol")
     run.add_argument("--paradigm")
-    run.add_argument("--rounds", type=int)
-    run.add_argument("--max-rounds", type=int)
-    run.add_argument("--seed", type=int)
-    run.add_argument("--tit-for-tat", type=int, help="0-3")
+    run.add_argument("--rounds", type=whole_number)
+    run.add_argument("--max-rounds", type=whole_number)
+    run.add_argument("--seed", type=whole_number)
+    run.add_argument("--tit-for-tat", type=whole_number, help="0-3")
     run.add_argument("--ordering")
     run.add_argument("--response-generator")
     run.add_argument("--judge-model")
@@ -409,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     lister.add_argument("--status", choices=DEBATE_STATUSES)
     lister.add_argument("--protocol")
     lister.add_argument("--search", help="full-text search over turns, annotations and questions")
-    lister.add_argument("--limit", type=int, default=200)
+    lister.add_argument("--limit", type=whole_number, default=200, help=f"at most this many (1-{LIST_LIMITS[1]:,})")
     lister.set_defaults(func=cmd_list)
 
     show = sub.add_parser("show", help="print a debate's transcript (an id prefix is enough)")

@@ -3,25 +3,63 @@
 `DebateConfig.from_dict` / `load_config` read YAML or JSON; `validate()` checks every field
 and raises `ConfigError` naming the field (and the valid choices) before anything runs.
 Validation never calls a model and never writes anything.
+
+Hostile input is refused the same way: types are checked before anything looks inside a
+value (a YAML alias bomb is never expanded), absurd sizes are refused (see the bounds
+below), and every error text stays short whatever the value (`short_repr`).
+`from_dict(data, check_models=False)` checks everything except whether the models can be
+called here (imports of debates run elsewhere use it).
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import math
+import re
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
+# ----- bounds: absurd values are refused before anything runs --------------------------------
+MAX_AGENTS = 32
+MAX_TEXT = 100_000  # characters of a question, task, persona or reference answer
+MAX_NAME = 200  # characters of an agent label or a model name
+MAX_CONFIG_BYTES = 10_000_000  # larger config files are refused unread
+MAX_PATH_CHARS = 4096  # longer text given to load_config is YAML text, never a path
+# Whole-number settings: (lowest, highest). Those in OPTIONAL_SETTINGS may also be None.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "rounds": (1, 100), "max_rounds": (1, 100), "cumulative_points": (1, 1_000_000), "vote_retries": (0, 10),
+    "memory_window": (0, 1000), "tit_for_tat": (0, 3), "debate_subrounds": (1, 20), "seed": (0, 2**63 - 1),
+    "max_concurrency": (1, 64), "retry_attempts": (1, 20),
+}
+# Number settings (finite, int or float): (lowest, highest).
+NUMBER_RANGES: dict[str, tuple[float, float]] = {
+    "consensus_threshold": (0.0, 1.0), "retry_base_delay": (0.0, 600.0), "retry_max_wait_s": (0.0, 3600.0),
+    "timeout_s": (0.001, 86400.0),
+}
+OPTIONAL_SETTINGS = ("memory_window", "tit_for_tat", "seed", "consensus_threshold")
+AGENT_MAX_TOKENS = (1, 1_000_000)
+AGENT_TEMPERATURE = (0.0, 2.0)
+# Error texts are cut to these lengths (a message may list the valid choices).
+MAX_FIELD_CHARS = 100
+MAX_MESSAGE_CHARS = 480
+# Settings naming a registered component, and yes/no settings.
+COMPONENT_SETTINGS = ("paradigm", "response_generator", "protocol", "ordering")
+FLAG_SETTINGS = ("extract_final_answers", "all_agents_drafting", "confidence", "confidence_visible", "challenge",
+                 "judge_adaptive_break", "auto_personas")
+
 
 class ConfigError(ValueError):
-    """A configuration value that cannot run; `field` names where it is."""
+    """A configuration value that cannot run; `field` names where it is (e.g. "agents[1].label")."""
 
     def __init__(self, field_name: str, message: str):
-        self.field = field_name
-        self.message = message
-        super().__init__(f"{field_name}: {message}")
+        self.field = clip(one_line(str(field_name)), MAX_FIELD_CHARS)
+        self.message = clip(one_line(str(message)), MAX_MESSAGE_CHARS)
+        super().__init__(f"{self.field}: {self.message}")
 
 
 @dataclass
@@ -76,114 +114,157 @@ class DebateConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DebateConfig":
-        """Build and validate a config; every problem is a ConfigError naming its field."""
+    def from_dict(cls, data: Any, *, check_models: bool = True) -> "DebateConfig":
+        """Build and validate a config; every problem is a ConfigError naming its field.
+
+        With `check_models=False` model names are only checked to be non-empty text of a sane
+        length, not that they can be called here (see `validate`)."""
         if not isinstance(data, dict):
             raise ConfigError("config", f"expected a mapping of settings, got {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(unknown[0], f"unknown setting; valid settings: {', '.join(sorted(known))}")
+        _check_keys(data, _SETTINGS, "")
         if "question" not in data:
             raise ConfigError("question", "missing: every debate needs a question")
         values = dict(data)
         if "agents" in values:
             values["agents"] = _parse_agents(values["agents"])
-        cfg = cls(**values)
-        cfg.validate()
-        return cfg
+        return cls(**values).validate(check_models=check_models)
 
     def copy(self, **changes: Any) -> "DebateConfig":
         return DebateConfig.from_dict({**self.to_dict(), **changes})
 
     # ----- validation -------------------------------------------------------------------
-    def validate(self) -> "DebateConfig":
-        """Check every field; raise ConfigError naming the first one at fault."""
-        from . import registry
-        from .models import validate_model_name
+    def validate(self, *, check_models: bool = True) -> "DebateConfig":
+        """Check every field; raise ConfigError naming the first one at fault.
 
-        _check_type("question", self.question, str)
-        if not self.question.strip():
-            raise ConfigError("question", "must not be empty")
-        _check_type("task", self.task, str)
-        if not isinstance(self.agents, list) or not self.agents:
-            raise ConfigError("agents", "at least one agent is needed")
-        labels = [a.label for a in self.agents]
-        if len(set(labels)) != len(labels):
-            raise ConfigError("agents", f"agent labels must be unique, got {labels}")
-        for i, agent in enumerate(self.agents):
-            where = f"agents[{i}]"
-            _check_type(f"{where}.label", agent.label, str)
-            if not agent.label.strip():
-                raise ConfigError(f"{where}.label", "must not be empty")
-            _check_type(f"{where}.persona", agent.persona, str)
-            _check_number(f"{where}.temperature", agent.temperature, 0.0, 2.0)
-            _check_int(f"{where}.max_tokens", agent.max_tokens, 1)
-            _check_model(f"{where}.model", agent.model, validate_model_name)
-        for kind, name_field in (
-            ("paradigm", "paradigm"),
-            ("response_generator", "response_generator"),
-            ("protocol", "protocol"),
-            ("ordering", "ordering"),
-        ):
-            value = getattr(self, name_field)
-            if value not in registry.names(kind):
-                raise ConfigError(name_field, str(registry.UnknownComponent(kind, value)))
-        _check_int("rounds", self.rounds, 1)
-        _check_int("max_rounds", self.max_rounds, 1)
+        `check_models=False` skips asking the model layer whether each model can be called
+        on this machine (its providers, scripts and files): a stored debate may name models
+        that only exist where it ran."""
+        from . import registry
+
+        check_model = _check_model if check_models else _check_model_name
+        _check_text("question", self.question, MAX_TEXT, required=True)
+        _check_text("task", self.task, MAX_TEXT)
+        self._validate_agents(check_model)
+        for name in COMPONENT_SETTINGS:
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in registry.names(name):
+                valid = ", ".join(sorted(registry.names(name)))
+                raise ConfigError(name, f"unknown {name} {short_repr(value)}; valid choices: {valid}")
+        for name, (low, high) in INT_RANGES.items():
+            if getattr(self, name) is not None or name not in OPTIONAL_SETTINGS:
+                _check_int(name, getattr(self, name), low, high)
         if self.max_rounds < self.rounds:
             raise ConfigError("max_rounds", f"must be at least rounds ({self.rounds}), got {self.max_rounds}")
-        if self.consensus_threshold is not None:
-            _check_number("consensus_threshold", self.consensus_threshold, 0.0, 1.0)
-        _check_int("cumulative_points", self.cumulative_points, 1)
-        _check_int("vote_retries", self.vote_retries, 0)
-        if self.memory_window is not None:
-            _check_int("memory_window", self.memory_window, 0)
-        if self.tit_for_tat is not None:
-            _check_int("tit_for_tat", self.tit_for_tat, 0)
-            if self.tit_for_tat > 3:
-                raise ConfigError("tit_for_tat", f"must be 0, 1, 2 or 3, got {self.tit_for_tat}")
-        _check_int("debate_subrounds", self.debate_subrounds, 1)
-        _check_int("max_concurrency", self.max_concurrency, 1)
-        _check_int("retry_attempts", self.retry_attempts, 1)
-        _check_number("retry_base_delay", self.retry_base_delay, 0.0, 600.0)
-        _check_number("retry_max_wait_s", self.retry_max_wait_s, 0.0, 3600.0)
-        _check_number("timeout_s", self.timeout_s, 0.001, 86400.0)
-        if self.seed is not None:
-            _check_int("seed", self.seed, None)
-        for flag in ("extract_final_answers", "all_agents_drafting", "confidence", "confidence_visible",
-                     "challenge", "judge_adaptive_break", "auto_personas"):
-            _check_type(flag, getattr(self, flag), bool)
-        for name_field in ("judge_model", "persona_model"):
-            value = getattr(self, name_field)
-            if value is not None:
-                _check_model(name_field, value, validate_model_name)
+        for name, (low, high) in NUMBER_RANGES.items():
+            if getattr(self, name) is not None or name not in OPTIONAL_SETTINGS:
+                _check_number(name, getattr(self, name), low, high)
+        for name in FLAG_SETTINGS:
+            _check_type(name, getattr(self, name), bool)
+        for name in ("judge_model", "persona_model"):
+            if getattr(self, name) is not None:
+                check_model(name, getattr(self, name))
         if self.reference is not None:
-            _check_type("reference", self.reference, str)
+            _check_text("reference", self.reference, MAX_TEXT)
         # Component-specific rules (e.g. two_sided needs two agents and a judge).
-        for kind, name_field in (("paradigm", "paradigm"), ("protocol", "protocol"), ("ordering", "ordering")):
-            check = getattr(registry.get(kind, getattr(self, name_field)), "check_config", None)
+        for kind in ("paradigm", "protocol", "ordering"):
+            check = getattr(registry.get(kind, getattr(self, kind)), "check_config", None)
             if check is not None:
                 check(self)
         return self
+
+    def _validate_agents(self, check_model: Callable[[str, Any], None]) -> None:
+        if not isinstance(self.agents, list) or not self.agents:
+            raise ConfigError("agents", "at least one agent is needed")
+        if len(self.agents) > MAX_AGENTS:
+            raise ConfigError("agents", f"at most {MAX_AGENTS} agents, got {len(self.agents)}")
+        first_with: dict[str, int] = {}  # label -> index of the agent that has it
+        for i, agent in enumerate(self.agents):
+            where = f"agents[{i}]"
+            if not isinstance(agent, AgentConfig):
+                raise ConfigError(where, f"expected an agent (label, model, persona, ...), got {short_repr(agent)}")
+            _check_text(f"{where}.label", agent.label, MAX_NAME, required=True)
+            if agent.label in first_with:
+                raise ConfigError(f"{where}.label", f"agent labels must be unique: {short_repr(agent.label)} "
+                                                    f"is also the label of agents[{first_with[agent.label]}]")
+            first_with[agent.label] = i
+            _check_text(f"{where}.persona", agent.persona, MAX_TEXT)
+            _check_number(f"{where}.temperature", agent.temperature, *AGENT_TEMPERATURE)
+            _check_int(f"{where}.max_tokens", agent.max_tokens, *AGENT_MAX_TOKENS)
+            check_model(f"{where}.model", agent.model)
+
+
+_SETTINGS = frozenset(f.name for f in dataclasses.fields(DebateConfig))
+_AGENT_SETTINGS = frozenset(f.name for f in dataclasses.fields(AgentConfig))
 
 
 def default_agents(n: int, model: str = DEFAULT_MODEL) -> list[AgentConfig]:
     return [AgentConfig(label=f"Agent {i + 1}", model=model) for i in range(n)]
 
 
+# ----- reading configs ------------------------------------------------------------------------
 def load_config(source: str | Path) -> DebateConfig:
     """Read a YAML or JSON config from a path (or from the text itself) and validate it."""
+    return DebateConfig.from_dict(read_config_data(source))
+
+
+def read_config_data(source: str | Path | bytes) -> dict[str, Any]:
+    """The settings mapping in a YAML/JSON file or text, not yet validated (ConfigError "config").
+
+    `source` is a path when it is a Path, or a single-line string of a sane length naming an
+    existing file; any other string is the YAML/JSON text itself."""
     import yaml
 
-    text = source
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and Path(source).exists()):
-        text = Path(source).read_text(encoding="utf-8")
+    text: str | bytes = source
+    named = _as_path(source)
+    where = f"{short_repr(str(named))}: " if named is not None else ""
+    if named is not None:
+        try:
+            text = read_text_file(named, MAX_CONFIG_BYTES)
+        except ValueError as exc:
+            raise ConfigError("config", f"{where}{exc}") from None
+    elif not isinstance(source, (str, bytes)):
+        raise ConfigError("config", f"expected a file path or YAML/JSON text, got {type(source).__name__}")
     try:
         data = yaml.safe_load(text)  # YAML is a superset of JSON
     except yaml.YAMLError as exc:
-        raise ConfigError("config", f"not valid YAML/JSON: {exc}") from None
-    return DebateConfig.from_dict(data)
+        raise ConfigError("config", f"{where}not valid YAML/JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError("config", f"{where}nested too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - e.g. an integer of 5000 digits, a date like 2024-13-45
+        raise ConfigError("config", f"{where}holds a value that cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        hint = " (or the path of an existing file)" if named is None and isinstance(data, str) else ""
+        raise ConfigError("config", f"{where}must hold a mapping of settings{hint}, got {type(data).__name__}")
+    return data
+
+
+def _as_path(source: Any) -> Path | None:
+    if isinstance(source, Path):
+        return source
+    if not isinstance(source, str) or "\n" in source or not source.strip() or len(source) > MAX_PATH_CHARS:
+        return None
+    try:
+        return Path(source) if Path(source).is_file() else None
+    except (OSError, ValueError):  # e.g. "File name too long", an embedded NUL
+        return None
+
+
+def read_text_file(path: str | Path, max_bytes: int) -> str:
+    """The UTF-8 text of a file of at most `max_bytes` (a byte-order mark is dropped).
+
+    Raises ValueError with a short message (without the file's name) when the file cannot be
+    read, is larger, or is not UTF-8."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(raw) > max_bytes:
+        raise ValueError(f"larger than {max_bytes:,} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {raw[exc.start]:#04x} at offset {exc.start:,})") from None
 
 
 def dump_config(cfg: DebateConfig, fmt: str = "yaml") -> str:
@@ -194,47 +275,115 @@ def dump_config(cfg: DebateConfig, fmt: str = "yaml") -> str:
     return yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True)
 
 
+# ----- short texts for error messages -------------------------------------------------------------
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = _REPR.maxdict = 4
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlong = 40
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: no UTF-8 text can hold it
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (the last one an ellipsis when cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines included) made one space."""
+    return " ".join(text.split())
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """A repr of `value` of at most `limit` characters, whatever its size or depth (never expands it)."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - e.g. an int too long to print
+        text = f"<{type(value).__name__}>"
+    return clip(text, limit)
+
+
+def field_name(key: Any) -> str:
+    """How a mapping key reads in a field name: plain names as they are, anything else as a short repr."""
+    return key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else short_repr(key, 40)
+
+
 # ----- helpers ------------------------------------------------------------------------------
+def _check_keys(data: dict[Any, Any], known: frozenset[str], where: str) -> None:
+    """Every key of `data` is a known setting name (a ConfigError names the first that is not)."""
+    for key in data:
+        if not isinstance(key, str):
+            raise ConfigError(where + field_name(key),
+                              f"setting names must be text, got {type(key).__name__} {short_repr(key)}")
+    unknown = sorted(key for key in data if key not in known)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], known, n=1) if len(unknown[0]) <= MAX_NAME else []
+        hint = f"did you mean {close[0]!r}?" if close else f"valid settings: {', '.join(sorted(known))}"
+        raise ConfigError(where + field_name(unknown[0]), f"unknown setting; {hint}")
+
+
 def _parse_agents(raw: Any) -> list[AgentConfig]:
     if not isinstance(raw, list) or not raw:
-        raise ConfigError("agents", "expected a non-empty list of agents")
+        raise ConfigError("agents", f"expected a non-empty list of agents, got {short_repr(raw)}")
+    if len(raw) > MAX_AGENTS:
+        raise ConfigError("agents", f"at most {MAX_AGENTS} agents, got {len(raw)}")
     agents = []
-    known = {f.name for f in dataclasses.fields(AgentConfig)}
     for i, item in enumerate(raw):
         if isinstance(item, AgentConfig):
             agents.append(item)
             continue
         if not isinstance(item, dict):
-            raise ConfigError(f"agents[{i}]", f"expected a mapping with label/model/persona, got {item!r}")
-        unknown = sorted(set(item) - known)
-        if unknown:
-            raise ConfigError(f"agents[{i}].{unknown[0]}", f"unknown setting; valid: {', '.join(sorted(known))}")
-        item = {"label": f"Agent {i + 1}", **item}
-        agents.append(AgentConfig(**item))
+            raise ConfigError(f"agents[{i}]", f"expected a mapping with label/model/persona, got {short_repr(item)}")
+        _check_keys(item, _AGENT_SETTINGS, f"agents[{i}].")
+        agents.append(AgentConfig(**{"label": f"Agent {i + 1}", **item}))
     return agents
 
 
 def _check_type(name: str, value: Any, kind: type) -> None:
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise ConfigError(name, f"expected {kind.__name__}, got {value!r}")
+        raise ConfigError(name, f"expected {kind.__name__}, got {short_repr(value)}")
 
 
-def _check_int(name: str, value: Any, minimum: int | None) -> None:
+def _check_text(name: str, value: Any, max_chars: int, required: bool = False) -> None:
+    _check_type(name, value, str)
+    if required and not value.strip():
+        raise ConfigError(name, "must not be empty")
+    if len(value) > max_chars:
+        raise ConfigError(name, f"at most {max_chars:,} characters, got {len(value):,}")
+    broken = _SURROGATE.search(value)
+    if broken:
+        raise ConfigError(name, f"not valid Unicode text (a lone surrogate at character {broken.start():,})")
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(name, f"expected a whole number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(name, f"must be at least {minimum}, got {value}")
+        raise ConfigError(name, f"expected a whole number, got {short_repr(value)}")
+    if value < low:
+        raise ConfigError(name, f"must be at least {low}, got {short_repr(value)}")
+    if value > high:
+        raise ConfigError(name, f"must be at most {high:,}, got {short_repr(value)}")
 
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(name, f"expected a number, got {value!r}")
+        raise ConfigError(name, f"expected a number, got {short_repr(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(name, f"must be a finite number, got {value}")
     if not low <= value <= high:
-        raise ConfigError(name, f"must be between {low:g} and {high:g}, got {value}")
+        raise ConfigError(name, f"must be between {low:g} and {high:g}, got {short_repr(value)}")
 
 
-def _check_model(name: str, value: Any, validate) -> None:
-    _check_type(name, value, str)
-    problem = validate(value)
+def _check_model_name(name: str, value: Any) -> None:
+    """A model name's shape only: non-empty text of at most MAX_NAME characters."""
+    _check_text(name, value, MAX_NAME, required=True)
+
+
+def _check_model(name: str, value: Any) -> None:
+    """A model name that can be called on this machine (asks the model layer; no network)."""
+    from .models import validate_model_name
+
+    _check_model_name(name, value)
+    problem = validate_model_name(value)
     if problem:
         raise ConfigError(name, problem)

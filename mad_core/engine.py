@@ -128,6 +128,10 @@ class Controller:
     def wait_while_paused(self) -> None:
         self._running.wait()
 
+    def sleep(self, seconds: float) -> None:
+        """Wait `seconds` (a retry's backoff or Retry-After), or less when the debate is stopped."""
+        self._stop.wait(seconds)
+
     def take_actions(self) -> list[SteeringApplied]:
         with self._lock:
             actions = list(self._actions)
@@ -462,6 +466,7 @@ class DebateEngine:
                 retry=RetryPolicy(max_attempts=self.cfg.retry_attempts, base_delay=self.cfg.retry_base_delay,
                                   max_delay=self.cfg.retry_max_wait_s, timeout=self.cfg.timeout_s),
                 metadata={"agent": turn.agent, "round": turn.round, "kind": turn.kind, "debate_id": self.debate_id},
+                sleep=self.controller.sleep,
             )
         finally:
             if serial:

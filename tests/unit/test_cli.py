@@ -142,17 +142,18 @@ def test_export_markdown_and_csv_to_stdout(capsys, two_debates):
 
 
 @pytest.mark.parametrize("content, message", [
-    (None, "cannot read"),
-    ("{not json", "is not JSON"),
-    ('{"format": "madlab-debate", "version": 1}', "not a valid MAD Lab export"),
-    ('{"format": "other"}', "not a valid MAD Lab export"),
+    (None, "cannot read: No such file or directory"),
+    ("{not json", "not JSON: Expecting property name"),
+    ('{"format": "madlab-debate", "version": 1}', "debate: missing"),
+    ('{"format": "other"}', "format: not a MAD Lab debate export"),
 ])
 def test_import_of_a_bad_file_exits_2(capsys, tmp_path, content, message):
     path = tmp_path / "bad.json"
     if content is not None:
         path.write_text(content, encoding="utf-8")
     code, out, err = run_cli(capsys, "import", str(path))
-    assert code == 2 and out == "" and message in err
+    assert code == 2 and out == "" and err == f"error: {path}: {message}" + err.split(message, 1)[1]
+    assert err.count("\n") == 1 and not default_db_path().exists()
 
 
 # ----- run: bad input -----------------------------------------------------------------------
@@ -177,8 +178,56 @@ def test_bad_settings_exit_2_naming_the_field_and_write_nothing(capsys, tmp_path
 
 def test_missing_config_file_exits_2(capsys, tmp_path):
     code, _, err = run_cli(capsys, "run", "--config", str(tmp_path / "nope.yaml"))
-    assert code == 2 and "config: cannot read" in err
+    assert code == 2 and err.startswith("error: config: ") and "cannot read: No such file" in err
     assert not default_db_path().exists()
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--rounds", "100000000000000000000"], "rounds"),
+    (["--max-rounds", "100000000000000000000"], "max_rounds"),
+    (["--seed", "100000000000000000000"], "seed"),
+    (["--seed", "-1"], "seed"),
+    (["--tit-for-tat", "100000000000000000000"], "tit_for_tat"),
+    (["--agents", "100000000000000000000"], "agents"),
+    (["--agents", "33"], "agents"),
+    (["--rounds", "9" * 5000], "rounds"),  # too many digits even to read as a number
+    (["--rounds", "three"], "rounds"),
+    (["--agents", "many"], "agents"),
+    (["--question", "x" * 100_001], "question"),
+    (["--question", "bad \udcff byte"], "question"),  # how Python reads a non-UTF-8 argument
+    (["--protocol", "x" * 10_000], "protocol"),
+])
+def test_bad_run_flags_exit_2_in_one_line_and_write_nothing(capsys, flags, field):
+    code, out, err = run_cli(capsys, "run", "--question", "Why?", "--model", "scripted/echo", *flags)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {field}: ") and err.count("\n") == 1 and len(err) < 600
+    assert not default_db_path().exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--limit", "100000000000000000000"], "limit: must be a whole number from 1 to 10,000"),
+    (["--limit", "0"], "limit: must be a whole number from 1 to 10,000"),
+    (["--limit", "ten"], "limit: must be a whole number from 1 to 10,000, got 'ten'"),
+    (["--search", "x" * 100_000], "search: at most 1,000 characters, got 100,000"),
+    (["--search", "bad \udcff byte"], "search: not valid UTF-8 text"),
+])
+def test_list_refuses_absurd_flags(capsys, two_debates, flags, message):
+    code, out, err = run_cli(capsys, "list", *flags)
+    assert code == 2 and out == "" and err == f"error: {message}" + err.split(message, 1)[1]
+    code, out, _ = run_cli(capsys, "list", "--limit", "10000", "--search", "x" * 1000)
+    assert code == 0 and out.strip() == "No debates."
+
+
+def test_ids_writes_and_databases_that_cannot_work_exit_2(capsys, two_debates, tmp_path):
+    first, _ = two_debates
+    code, _, err = run_cli(capsys, "show", "a" * 100_000)
+    assert code == 2 and err.startswith("error: id: at most 128 characters")
+    code, _, err = run_cli(capsys, "export", first, "-o", str(tmp_path / "no" / "such" / "dir.json"))
+    assert code == 2 and err.startswith("error: cannot write ") and "No such file or directory" in err
+    not_a_db = tmp_path / "text.db"
+    not_a_db.write_text("just text, not SQLite " * 100, encoding="utf-8")
+    code, _, err = run_cli(capsys, "--db", str(not_a_db), "list")
+    assert code == 2 and err.startswith("error: db: cannot open ") and "not a database" in err
 
 
 def test_flags_override_the_file(tmp_path):

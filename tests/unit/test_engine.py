@@ -571,3 +571,18 @@ def test_engine_never_imports_streamlit():
     code = ("import sys, mad_core, mad_core.engine, mad_core.live, mad_core.view, mad_core.store, mad_core.metrics, "
             "mad_core.cli; assert 'streamlit' not in sys.modules, 'streamlit imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.timeout(60)
+def test_stop_during_a_retry_wait_ends_the_wait(script, roles):
+    model, s = script(roles(), faults={0: "rate_limit"}, retry_after=600)  # the server asks for 10 minutes
+    controller = Controller()
+    engine = DebateEngine(make_config(model, retry_max_wait_s=3600), controller=controller)
+    from mad_core.events import TurnRetried
+    events = []
+    for event in engine.run():
+        events.append(event)
+        if isinstance(event, TurnRetried):
+            controller.stop()  # while the call waits out Retry-After
+    assert of(events, DebateFinished)[-1].status == "stopped"
+    assert s.calls == 1  # the rate-limited call was not tried again after the stop
