@@ -7,7 +7,7 @@ import math
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mad_core.cli import main
@@ -264,7 +264,6 @@ def outcome(data) -> DebateConfig | None:
     return cfg
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(JSON_LIKE)
 def test_any_json_like_value_is_a_config_or_a_config_error(value):
     outcome(value)
@@ -272,7 +271,6 @@ def test_any_json_like_value_is_a_config_or_a_config_error(value):
     outcome({"question": value, "agents": agents({"label": "A"})})
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_any_mutation_of_a_valid_config_is_a_config_or_a_config_error(data):
     config = copy.deepcopy(VALID)

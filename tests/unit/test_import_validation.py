@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 from conftest import role_replies
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from mad_core.cli import main
@@ -361,8 +361,6 @@ def borrowable(data: dict) -> list[Any]:
             data["votes"][1]["ballot"], data["config"], data["turns"][0]]
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_mutation_imports_cleanly_or_is_refused_naming_a_field(export, tmp_path_factory, data):
     work = tmp_path_factory.getbasetemp() / "mutations"
