@@ -46,7 +46,7 @@ from .events import (
     VoteCast,
 )
 from .export_schema import MAX_ID_CHARS, ExportError, validate_export
-from .store import STANCES, Store, default_db_path, describe_ballot, format_time
+from .store import MAX_LIST_LIMIT, MAX_QUERY_CHARS, STANCES, Store, default_db_path, describe_ballot, format_time
 
 EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
 # `run` flags that set the config field of the same name.
@@ -54,9 +54,7 @@ FIELD_FLAGS = ("question", "protocol", "paradigm", "rounds", "max_rounds", "seed
                "response_generator", "judge_model")
 # Turn kinds printed without a "(kind)" tag after the agent label.
 PLAIN_KINDS = ("draft", "discussion")
-# Bounds of `list`: rows shown, characters searched for. Larger imports are refused unread.
-LIST_LIMITS = (1, 10_000)
-MAX_SEARCH_CHARS = 1000
+# Larger import files are refused unread.
 MAX_IMPORT_BYTES = 200_000_000
 
 
@@ -351,11 +349,11 @@ def _one_line(text: str, width: int) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    low, high = LIST_LIMITS
-    if isinstance(args.limit, str) or not low <= args.limit <= high:
-        raise CliError(f"limit: must be a whole number from {low} to {high:,}, got {short_repr(args.limit)}")
-    search = None if args.search is None else _text_arg("search", args.search, MAX_SEARCH_CHARS)
-    protocol = None if args.protocol is None else _text_arg("protocol", args.protocol, MAX_SEARCH_CHARS)
+    # Refused rather than cut or clamped as the store would: the user asked for something else.
+    if isinstance(args.limit, str) or not 1 <= args.limit <= MAX_LIST_LIMIT:
+        raise CliError(f"limit: must be a whole number from 1 to {MAX_LIST_LIMIT:,}, got {short_repr(args.limit)}")
+    search = None if args.search is None else _text_arg("search", args.search, MAX_QUERY_CHARS)
+    protocol = None if args.protocol is None else _text_arg("protocol", args.protocol, MAX_QUERY_CHARS)
     rows = _store(args).list_debates(status=args.status, protocol=protocol, search=search, limit=args.limit)
     if not rows:
         print("No debates.")
@@ -448,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     lister.add_argument("--status", choices=DEBATE_STATUSES)
     lister.add_argument("--protocol")
     lister.add_argument("--search", help="full-text search over turns, annotations and questions")
-    lister.add_argument("--limit", type=whole_number, default=200, help=f"at most this many (1-{LIST_LIMITS[1]:,})")
+    lister.add_argument("--limit", type=whole_number, default=200, help=f"at most this many (1-{MAX_LIST_LIMIT:,})")
     lister.set_defaults(func=cmd_list)
 
     show = sub.add_parser("show", help="print a debate's transcript (an id prefix is enough)")
