@@ -286,7 +286,7 @@ def _stream(events: Iterable[Event], controller: Any, store: Store, debate_id: C
         except KeyboardInterrupt:
             status = "stopped"
             getattr(events, "close", lambda: None)()  # stops the engine and waits for its thread
-            if debate_id():
+            if debate_id() and (store.get_debate(debate_id()) or {}).get("status") == "running":
                 store.set_status(debate_id(), status)
             print("\nDebate stopped.", file=sys.stderr)
     return EXIT_BY_STATUS.get(status, 1)
@@ -334,13 +334,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     debate_id = _debate_id(store, args.id)
-    debate = store.get_debate(debate_id)
-    if debate["status"] == "running":
-        raise CliError(f"debate {debate_id[:8]} is still running (process {debate['pid']} on {debate['host']})")
-    from .engine import Controller, resume_debate
+    from .engine import Controller, ResumeRefused, prepare_resume
 
     controller = Controller()
-    return _stream(resume_debate(debate_id, store, controller), controller, store, lambda: debate_id)
+    try:  # checks the debate and its models, then claims it; nothing changes when this fails
+        engine = prepare_resume(debate_id, store, controller)
+    except ResumeRefused as exc:
+        raise CliError(str(exc)) from None
+    except ConfigError as exc:
+        raise CliError(f"debate {debate_id[:8]} cannot be resumed here: {exc.field}: {exc.message}") from None
+    return _stream(engine.run(), controller, store, lambda: debate_id)
 
 
 def _one_line(text: str, width: int) -> str:
