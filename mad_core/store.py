@@ -771,18 +771,22 @@ class Store:
             data[table] = [_strip_ids(row) for row in self._children(table, debate_id)]
         return data
 
-    def import_debate(self, data: dict[str, Any], *, new_id: bool = False) -> str:
-        """Re-create an exported debate; with `new_id` under a fresh id. Returns the id."""
-        if data.get("format") != EXPORT_FORMAT:
-            raise ValueError(f"not a MAD Lab debate export (format {data.get('format')!r})")
-        if not isinstance(data.get("version"), int) or data["version"] > EXPORT_VERSION:
-            raise ValueError(f"unsupported export version {data.get('version')!r}; "
-                             f"this MAD Lab reads up to {EXPORT_VERSION}")
+    def import_debate(self, data: Any, *, new_id: bool = False) -> str:
+        """Re-create an exported debate; with `new_id` under a fresh id. Returns the id.
+
+        The export is checked completely first (`export_schema.validate_export`: ExportError
+        naming the field, and nothing written); secrets are scrubbed from its configuration; the
+        imported debate belongs to nobody (never 'running')."""
+        from .export_schema import validate_export
+
+        if isinstance(data, dict) and isinstance(data.get("config"), dict):
+            data = {**data, "config": scrub_secrets(data["config"])}
+        data = validate_export(data)
         debate_id = uuid.uuid4().hex if new_id else data["debate"]["id"]
         with self._write():
             if self.get_debate(debate_id) is not None:
                 raise ValueError(f"debate {debate_id} already exists; import it with a new id")
-            self._insert("debates", {**data["debate"], "id": debate_id, "config": scrub_secrets(data["config"])})
+            self._insert("debates", {**data["debate"], "id": debate_id, "config": data["config"], "owner": None})
             for turn in data.get("turns", []):
                 self._insert_turn(debate_id, Turn.from_dict(turn))
             for table in CHILD_TABLES:

@@ -44,7 +44,7 @@ def test_rounds_above_max_rounds_shows_error_under_max_rounds_and_starts_nothing
 
 @pytest.mark.parametrize("setup, expected", [
     (lambda at: at.text_area(key="question").set_value("   "), "error_question"),
-    (lambda at: at.text_input(key="agent_label_2").set_value("Agent 1"), "error_n_agents"),
+    (lambda at: at.text_input(key="agent_label_2").set_value("Agent 1"), "error_agent_label_2"),
     (lambda at: at.selectbox(key="ordering").set_value("truth_last"), "error_reference"),
 ])
 def test_config_error_is_shown_under_its_field(setup, expected):

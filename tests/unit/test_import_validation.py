@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any, Callable
 
 import pytest
-from conftest import role_replies
+from tests.conftest import role_replies
 from hypothesis import event, given
 from hypothesis import strategies as st
 

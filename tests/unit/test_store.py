@@ -327,8 +327,10 @@ def test_no_api_key_is_stored(store):
     # Imports are scrubbed too.
     data = store.export_debate("a" * 32)
     data["config"]["db_password"] = "SECRET-7"
+    data["config"]["agents"] = [{"label": "Agent 1", "model": "m", "api_key": "SECRET-8"}]
     new_id = store.import_debate(data, new_id=True)
     assert "db_password" not in store.get_debate(new_id)["config"]
+    assert "SECRET" not in str(store.export_debate(new_id))
 
 
 # ----- reading and searching ----------------------------------------------------------------
