@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -73,3 +74,16 @@ def role_replies(answers: dict[str, str] | None = None, votes=None, default_answ
 def roles():
     """The `role_replies` factory, as a fixture."""
     return role_replies
+
+
+# Hypothesis profile for the property tests (tests/unit/test_parsers_fuzz.py and others):
+# 1,000 examples a property, no per-example deadline (CI machines vary). Choose another
+# with HYPOTHESIS_PROFILE. function_scoped_fixture: the autouse `madlab_home` above is
+# function-scoped and harmless to share between the examples of one test.
+settings.register_profile(
+    "madlab",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "madlab"))

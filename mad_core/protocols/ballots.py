@@ -7,15 +7,33 @@ read two ways is an invalid ballot whose `reason` says why.
 
 Reading rule for numbers: when the reply names solutions explicitly ("Solution 2",
 "Solutions 1, 3", "Option 2"), only those mentions count; otherwise every bare number does.
+A number of more than 18 digits is never a solution number or a points value.
+
+Contract (a reply is untrusted text, up to any length):
+  * never raises: `parse_ballot` returns a `Ballot` for any string (or None) and any
+    protocol name, either valid with a value in range or invalid with a short, non-empty
+    `reason` (an unknown protocol, a number of more than 18 digits, points beyond 1e18 ...;
+    JSON that Python's parser cannot read, nested too deep for instance, is no JSON; and,
+    as a last guard, "unreadable reply (<error>)" for any error nobody foresaw).
+    `parse_judge_verdict` returns (None, "") when it cannot read a reply;
+  * linear time: a reply of n characters is read in O(n). No pattern can backtrack into
+    itself (possessive `*+`/`++` where quantifiers meet; no rescans from every position),
+    and no loop compares every number with every other. bench/parsers.py times 100,000-
+    character hostile replies (well under 50 ms each).
 """
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import re
+import reprlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..answers import never_raises
 from .counting import CUMULATIVE_POINTS
 
 
@@ -36,29 +54,81 @@ def _bad(reason: str) -> Ballot:
     return Ballot(value=None, valid=False, reason=reason)
 
 
+class _NotABallot(Exception):
+    """Raised inside the parsers, deep down, when the reply cannot be a ballot; the message
+    is the reason. `parse_ballot` turns it into an invalid ballot."""
+
+
+_MAX_DIGITS = 18  # longer digit strings are neither solution numbers nor points
+_POINTS_LIMIT = 10 ** _MAX_DIGITS
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxlong = _SHORT.maxother = 40
+
+
+def _short(value: Any) -> str:
+    """repr(value), cut to about 40 characters (reasons quote replies of any size)."""
+    return _SHORT.repr(value)
+
+
+def _listing(numbers: list[int], most: int = 10) -> str:
+    """"1, 3" -- or the first `most` numbers and how many there are in all."""
+    shown = ", ".join(str(n) for n in numbers[:most])
+    return shown if len(numbers) <= most else f"{shown}, ... ({len(numbers)} in all)"
+
+
 # --- text clean-up and number extraction -------------------------------------------------
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_THINK_OPEN = re.compile(r"<think>", re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
 _MARKDOWN = re.compile(r"[*`]")
-_BARE_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.]*\d)")  # not part of a word or decimal
+# A leading "(?=[...])" names the characters a match can start with: `re` then skips
+# other positions quickly (the expression reads the same without it).
+_BARE_NUMBER = re.compile(r"(?=\d)(?<![\w.])\d++(?![\w.]*\d)")  # not part of a word or decimal
 _NAMED = re.compile(
-    r"\b(?:solution|option|candidate)s?\s*(?:no\.?|number)?\s*#?\s*"
-    r"(\d+(?:\s*(?:,|;|&|>|and|or|then)\s*#?\s*\d+)*)",
+    r"(?=[soc])\b(?:solution|option|candidate)s?\s*+(?:no\.?|number)?\s*+#?\s*+"
+    r"(\d++(?:\s*+(?:,|;|&|>|and|or|then)\s*+#?\s*+\d++)*+)",
     re.I,
 )
+_DIGITS = re.compile(r"\d+")
+
+
+def _without_thinking(text: str) -> str:
+    """`text` without its <think>...</think> blocks (what re.sub of "<think>.*?</think>"
+    gives, in one pass: an opening tag with no closing tag after it ends the search)."""
+    kept, position = [], 0
+    while (opening := _THINK_OPEN.search(text, position)) is not None:
+        closing = _THINK_CLOSE.search(text, opening.end())
+        if closing is None:
+            break
+        kept.append(text[position:opening.start()])
+        position = closing.end()
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def _clean(text: str) -> str:
     """Drop reasoning blocks (<think>...</think>) and markdown bold/code characters."""
-    return _MARKDOWN.sub("", _THINK.sub("", text or ""))
+    return _MARKDOWN.sub("", _without_thinking(text or ""))
+
+
+def _number(digits: str, written: Any) -> int:
+    """The solution number `digits` (as `written` in the reply); over-long is no number."""
+    if len(digits) > _MAX_DIGITS:
+        raise _NotABallot(
+            f"{_short(written)} is not a solution number (more than {_MAX_DIGITS} digits)"
+        )
+    return int(digits)
 
 
 def _mentioned_numbers(text: str) -> list[int]:
     """Solution numbers in order of mention (see the module's reading rule)."""
     named = _NAMED.findall(text)
     if named:
-        return [int(n) for group in named for n in re.findall(r"\d+", group)]
-    return [int(n) for n in _BARE_NUMBER.findall(text)]
+        tokens = _DIGITS.findall(" ".join(named))
+    else:
+        tokens = _BARE_NUMBER.findall(text)
+    value = {token: _number(token, token) for token in dict.fromkeys(tokens)}  # each once
+    return list(map(value.__getitem__, tokens))
 
 
 def _out_of_range(numbers: list[int], n_solutions: int) -> str | None:
@@ -79,8 +149,7 @@ def _parse_simple(text: str, n_solutions: int, points: int) -> Ballot:
     if not numbers:
         return _bad("no solution number found")
     if len(numbers) > 1:
-        listed = ", ".join(str(n) for n in numbers)
-        return _bad(f"ambiguous vote: the reply names several solutions ({listed})")
+        return _bad(f"ambiguous vote: the reply names several solutions ({_listing(numbers)})")
     problem = _out_of_range(numbers, n_solutions)
     return _bad(problem) if problem else _ok(numbers[0] - 1)
 
@@ -97,27 +166,38 @@ def _parse_ranked(text: str, n_solutions: int, points: int) -> Ballot:
     numbers = _mentioned_numbers(_clean(text))
     if not numbers:
         return _bad("no ranking found")
-    repeated = [n for n in _first_seen(numbers) if numbers.count(n) > 1]
-    if repeated:
-        return _bad(f"solution {repeated[0]} is ranked more than once")
+    times = Counter(numbers)
+    repeated = next((n for n in _first_seen(numbers) if times[n] > 1), None)
+    if repeated is not None:
+        return _bad(f"solution {repeated} is ranked more than once")
     problem = _out_of_range(numbers, n_solutions)
     return _bad(problem) if problem else _ok([n - 1 for n in numbers])
 
 
-_JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.S)
+# a "{...}" without braces inside that may be a JSON object: "{}" or opening with a key
+_JSON_OBJECT = re.compile(r'\{\s*+(?:"[^{}]*+)?\}')
+_JSON = json.JSONDecoder(object_pairs_hook=list)
+_JSON_TRIES = 100  # candidates that fail to parse before a reply is taken for no JSON
 _POINTS_PAIR = re.compile(
-    r"(?:\b(?:solution|option)\s*#?\s*)?[\"']?(\d+)[\"']?\s*(?::|=|->|→|gets|receives)\s*"
-    r"(-?\d+(?:\.\d+)?)",
+    r"(?=[so\"'\d])(?:\b(?:solution|option)\s*+#?\s*+)?[\"']?(?<!\d)(\d++)[\"']?\s*+"
+    r"(?::|=|->|→|gets|receives)\s*+(-?\d++(?:\.\d++)?)",
     re.I,
 )
+_SOLUTION_KEY = re.compile(r"\s*+(?:solution[\s_]*+)?#?\s*+(\d++)\s*+", re.I)
 
 
 def _json_pairs(text: str) -> list[tuple[str, Any]] | None:
-    """Key/value pairs of the first JSON object in `text` (duplicates kept), else None."""
-    for candidate in _JSON_OBJECT.findall(text):
+    """Key/value pairs of the first JSON object in `text` (duplicates kept), else None.
+
+    Objects nested in objects are not looked into; arrays nested too deep for the parser
+    (RecursionError), like numbers of more than 4,300 digits (ValueError), make a
+    candidate no JSON. After `_JSON_TRIES` candidates that are no JSON the search stops
+    (each failed try costs microseconds: "{"}" repeated 30,000 times would take 0.3 s).
+    """
+    for candidate in itertools.islice(_JSON_OBJECT.finditer(text), _JSON_TRIES):
         try:
-            return json.loads(candidate, object_pairs_hook=list)
-        except ValueError:
+            return _JSON.decode(candidate.group())
+        except (ValueError, RecursionError):
             continue
     return None
 
@@ -129,20 +209,28 @@ def _allocation_pairs(text: str) -> list[tuple[str, Any]]:
     return _POINTS_PAIR.findall(text)
 
 
-def _as_solution_number(key: Any) -> int | None:
-    found = re.fullmatch(r"\s*(?:solution[\s_]*)?#?\s*(\d+)\s*", str(key), re.I)
-    return int(found.group(1)) if found else None
+def _as_solution_number(key: Any) -> int:
+    found = _SOLUTION_KEY.fullmatch(str(key))
+    if found is None:
+        raise _NotABallot(f"{_short(key)} is not a solution number")
+    return _number(found.group(1), key)
 
 
-def _as_points(value: Any) -> int | None:
-    """Whole, possibly negative, number of points, or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return int(number) if number.is_integer() else None
+def _as_points(number: int, value: Any) -> int:
+    """The whole, possibly negative, number of points `value` gives solution `number`."""
+    given: int | float | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        given = value
+    elif isinstance(value, (float, str)):
+        try:
+            given = float(value)  # reads digit strings of any length (int() stops at 4,300)
+        except ValueError:
+            pass
+    if given is None or not (isinstance(given, int) or given.is_integer() or math.isinf(given)):
+        raise _NotABallot(f"points for solution {number} must be a whole number, got {_short(value)}")
+    if abs(given) >= _POINTS_LIMIT:
+        raise _NotABallot(f"points for solution {number} are too large ({_short(value)})")
+    return int(given)
 
 
 def _parse_cumulative(text: str, n_solutions: int, points: int) -> Ballot:
@@ -151,11 +239,8 @@ def _parse_cumulative(text: str, n_solutions: int, points: int) -> Ballot:
         return _bad("no points allocation found")
     allocation: dict[int, int] = {}
     for key, value in pairs:
-        number, given = _as_solution_number(key), _as_points(value)
-        if number is None:
-            return _bad(f"{key!r} is not a solution number")
-        if given is None:
-            return _bad(f"points for solution {number} must be a whole number, got {value!r}")
+        number = _as_solution_number(key)
+        given = _as_points(number, value)
         if given < 0:
             return _bad(f"solution {number} is given negative points ({given})")
         if number in allocation:
@@ -179,20 +264,28 @@ _PARSERS: dict[str, Callable[[str, int, int], Ballot]] = {
 }
 
 
+def _unreadable(error: Exception) -> Ballot:
+    return _bad(f"unreadable reply ({type(error).__name__})")
+
+
+@never_raises(_unreadable)
 def parse_ballot(
-    protocol: str, text: str, n_solutions: int, points: int = CUMULATIVE_POINTS
+    protocol: str, text: str | None, n_solutions: int, points: int = CUMULATIVE_POINTS
 ) -> Ballot:
     """Parse a voting reply for `protocol` over `n_solutions` (numbered from 1 in the text).
 
     `points` is the cumulative-voting budget; giving fewer points is allowed ("up to").
+    Never raises (see the module's contract): an unknown protocol is an invalid ballot too.
     """
+    parser = _PARSERS.get(protocol) if isinstance(protocol, str) else None
+    if parser is None:
+        return _bad(
+            f"no ballot format for protocol {_short(protocol)}; valid names: {', '.join(_PARSERS)}"
+        )
     try:
-        parser = _PARSERS[protocol]
-    except KeyError:
-        raise ValueError(
-            f"no ballot format for protocol {protocol!r}; valid names: {', '.join(_PARSERS)}"
-        ) from None
-    return parser(text or "", n_solutions, points)
+        return parser(text or "", n_solutions, points)
+    except _NotABallot as problem:
+        return _bad(str(problem))
 
 
 # --- discriminative judge (seed 002) -----------------------------------------------------
@@ -200,11 +293,19 @@ def parse_ballot(
 _YES_NO = {"yes": True, "true": True, "no": False, "false": False}
 _DECISION_KEYS = ("decision", "verdict", "preference", "solution obtained")
 _ANSWER_KEYS = ("debate_answer", "final answer", "answer")
+# "[^\w:=]*+[:=]\W*+" reads like "\W*?[:=]\W*" without trying every colon of a long run
 _DECISION = re.compile(
-    r"(?:decision|verdict|solution obtained)\W*?[:=]\W*(yes|no|true|false)\b", re.I
+    r"(?=[dvs])(?:decision|verdict|solution obtained)[^\w:=]*+[:=]\W*+(yes|no|true|false)\b", re.I
 )
-_LEADING_DECISION = re.compile(r"^\W*(yes|no)\b", re.I)
-_ANSWER = re.compile(r"(?:final answer|answer)\W*?[:=][ \t]*(.+)", re.I)
+_LEADING_DECISION = re.compile(r"\W*+(yes|no)\b", re.I)  # used with .match
+_ANSWER = re.compile(r"(?=[fa])(?:final answer|answer)\W*?[:=][ \t]*(.+)", re.I)
+
+
+def _yes_no(value: Any) -> bool | None:
+    """A JSON yes/no: true/false, or a string such as " Yes"; else None."""
+    if isinstance(value, bool):
+        return value
+    return _YES_NO.get(value.strip().lower()) if isinstance(value, str) else None
 
 
 def _judge_json(text: str) -> tuple[bool | None, str] | None:
@@ -214,27 +315,27 @@ def _judge_json(text: str) -> tuple[bool | None, str] | None:
         return None
     fields = {str(key).strip().lower(): value for key, value in pairs}
     decision = next(
-        (_YES_NO.get(str(v).strip().lower()) for k, v in fields.items()
-         if any(word in k for word in _DECISION_KEYS)),
+        (_yes_no(v) for k, v in fields.items() if any(word in k for word in _DECISION_KEYS)),
         None,
     )
     answer = next((str(fields[k]).strip() for k in _ANSWER_KEYS if k in fields), "")
     return decision, answer
 
 
-def parse_judge_verdict(text: str) -> tuple[bool | None, str]:
+@never_raises(lambda error: (None, ""))
+def parse_judge_verdict(text: str | None) -> tuple[bool | None, str]:
     """Read the discriminative judge's verdict: was a correct solution reached?
 
     Accepts a JSON object (keys like "Whether there is a preference": "Yes" and
     "debate_answer", as in the MAD code), labelled lines ("Decision: YES" / "Answer: ..."),
     or a reply opening with a bare yes/no. Returns (decision, answer): decision is None
-    when no verdict can be read; answer is "" when the judge gave none.
+    when no verdict can be read; answer is "" when the judge gave none. Never raises.
     """
     cleaned = _clean(text)
     from_json = _judge_json(cleaned)
     if from_json is not None and from_json[0] is not None:
         return from_json
-    found = _DECISION.search(cleaned) or _LEADING_DECISION.search(cleaned)
-    decision = None if found is None else _YES_NO[found.group(1).lower()]
+    found = _DECISION.search(cleaned) or _LEADING_DECISION.match(cleaned)
+    decision = None if found is None else _YES_NO[found.group(1).casefold()]  # "yeſ" too
     answers = _ANSWER.findall(cleaned)
     return decision, answers[-1].strip() if answers else ""

@@ -139,9 +139,12 @@ def test_cumulative_budget_is_configurable():
     assert parse_ballot("cumulative_voting", '{"1": 20, "2": 5}', 2).valid is False
 
 
-def test_unknown_protocol():
-    with pytest.raises(ValueError, match="cumulative_voting"):
-        parse_ballot("majority_consensus", "1", 3)
+def test_unknown_protocol_is_an_invalid_ballot_naming_the_valid_ones():
+    ballot = parse_ballot("majority_consensus", "1", 3)
+    assert ballot.valid is False and ballot.value is None
+    assert ballot.reason.startswith("no ballot format for protocol 'majority_consensus'; valid names:")
+    for name in ("simple_voting", "approval_voting", "ranked_voting", "cumulative_voting", "judge"):
+        assert name in ballot.reason
 
 
 # --- discriminative judge --------------------------------------------------------------------
