@@ -107,7 +107,7 @@ class DebateConfig:
     retry_attempts: int = 3  # attempts per model call on transient failures
     retry_base_delay: float = 0.5  # seconds, doubled per retry
     retry_max_wait_s: float = 60.0  # longest wait before a retry, a server's Retry-After included
-    timeout_s: float = 120.0  # per model call attempt
+    timeout_s: float = 120.0  # the longest one attempt of a model call may wait for the model (whole reply)
 
     # ----- conversion -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -83,6 +83,14 @@ def app(page: str = APP) -> AppTest:
     return at
 
 
+def open_debate(debate_id: str) -> AppTest:
+    """The Transcripts page with this debate opened."""
+    at = app(TRANSCRIPTS)
+    at.button(key=f"open_{debate_id[:8]}").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
 def keys(at: AppTest) -> set[str]:
     return {node.key for node in at.main if getattr(node, "key", None)} | \
         {node.key for node in at.sidebar if getattr(node, "key", None)}

@@ -2,7 +2,7 @@
 a debate that cannot be resumed says why and stays exactly as it was."""
 from __future__ import annotations
 
-from app_helpers import APP, TRANSCRIPTS, app, join, run_debate, texts
+from app_helpers import app, join, open_debate, run_debate, texts
 
 from mad_core import Controller, live
 from mad_core.events import DebateStarted
@@ -10,17 +10,10 @@ from mad_core.models.scripted import Script, register_script, unregister_script
 from mad_core.store import Store
 
 
-def opened(debate_id: str):
-    at = app(TRANSCRIPTS)
-    at.button(key=f"open_{debate_id[:8]}").click().run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_a_failed_debate_can_be_resumed_from_the_transcripts_page():
     debate_id = run_debate()
     Store().set_status(debate_id, "failed")
-    at = opened(debate_id)
+    at = open_debate(debate_id)
     at.button(key="resume").click().run()
     assert not at.exception, at.exception
     join(debate_id)
@@ -33,7 +26,7 @@ def test_a_debate_whose_model_is_gone_says_why_and_stays_as_it_was():
     Store().set_status(debate_id, "stopped")
     unregister_script("gone-soon")
     before = Store().export_debate(debate_id)
-    at = opened(debate_id)
+    at = open_debate(debate_id)
     at.button(key="resume").click().run()
     assert not at.exception, at.exception
     shown = texts(at.main)
@@ -44,7 +37,7 @@ def test_a_debate_whose_model_is_gone_says_why_and_stays_as_it_was():
 
 def test_a_finished_debate_offers_no_resume():
     debate_id = run_debate()
-    at = opened(debate_id)
+    at = open_debate(debate_id)
     assert "resume" not in {b.key for b in at.main.button}
 
 

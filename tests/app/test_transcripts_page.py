@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, run_debate, texts
+from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, open_debate, run_debate, texts
 
 from mad_core import live
 from mad_core.store import Store
@@ -17,13 +17,6 @@ from madlab_ui.browse import export_files, replay_view
 def listed(at) -> list[str]:
     """The id8s of the debates in the list, in order."""
     return [b.key.removeprefix("open_") for b in at.get_by_key("debate_list").button if b.key.startswith("open_")]
-
-
-def open_debate(debate_id: str):
-    at = app(TRANSCRIPTS)
-    at.button(key=f"open_{debate_id[:8]}").click().run()
-    assert not at.exception, at.exception
-    return at
 
 
 def test_list_is_newest_first_with_question_protocol_models_status_and_outcome():

@@ -8,7 +8,6 @@ debate ends visibly as failed, never 'running' forever).
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -22,7 +21,7 @@ import pytest
 
 from mad_core import Controller, DebateConfig, DebateEngine
 from mad_core.engine import prepare_resume
-from mad_core.events import DebateFinished, TokenReceived, Turn, TurnFinished
+from mad_core.events import DebateFinished, Turn, TurnFinished
 from mad_core.store import HEARTBEATS, ResumeRefused, Store
 
 WORKER = Path(__file__).with_name("debate_worker.py")

@@ -14,7 +14,7 @@ import pytest
 from mad_core import Controller, DebateConfig, DebateEngine, components
 from mad_core.events import TurnFinished
 from mad_core.store import Store
-from mad_core.view import DebateView, stored_events
+from mad_core.view import DebateView
 
 
 def normalised(view: DebateView) -> dict:
