@@ -46,7 +46,8 @@ from .events import (
     VoteCast,
 )
 from .export_schema import MAX_ID_CHARS, ExportError, validate_export
-from .store import MAX_LIST_LIMIT, MAX_QUERY_CHARS, STANCES, Store, default_db_path, describe_ballot, format_time
+from .store import (MAX_LIST_LIMIT, MAX_QUERY_CHARS, STANCES, ResumeRefused, Store, default_db_path, describe_ballot,
+                    format_time)
 
 EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
 # `run` flags that set the config field of the same name.
@@ -334,7 +335,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     debate_id = _debate_id(store, args.id)
-    from .engine import Controller, ResumeRefused, prepare_resume
+    from .engine import Controller, prepare_resume
 
     controller = Controller()
     try:  # checks the debate and its models, then claims it; nothing changes when this fails

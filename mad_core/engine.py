@@ -44,7 +44,7 @@ from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateSt
 from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
 from .protocols.counting import CONSENSUS_PROTOCOLS
-from .store import HEARTBEATS, ClaimLost, ResumeClaim, ResumeRefused, clean_text, new_owner
+from .store import HEARTBEATS, ClaimLost, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
 
@@ -662,14 +662,9 @@ def prepare_resume(debate_id: str, store: Any, controller: Controller | None = N
     (ResumeRefused), and its stored configuration still runs here, models included
     (ConfigError naming the field). Then the debate is claimed for this engine in one atomic
     step, so of two resumes started together exactly one gets it (the other: ResumeRefused)."""
-    record = store.get_debate(debate_id)
-    if record is None:
-        raise ResumeRefused(f"no debate with id {debate_id!r}")
-    if record["status"] == "finished":
-        raise ResumeRefused(f"debate {debate_id[:8]} is finished: there is nothing to resume "
-                            "(fork it to continue it differently)")
+    record = store.check_resumable(debate_id)
     config = DebateConfig.from_dict(record["config"])  # ConfigError when a model is gone
-    claim = store.claim_for_resume(debate_id, new_owner())
+    claim = store.claim_for_resume(debate_id, new_owner())  # checks again, atomically
     try:
         engine = DebateEngine(config, controller=controller, store=store, debate_id=debate_id,
                               history=store.turns(debate_id), resumed=True, claim=claim)

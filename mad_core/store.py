@@ -532,6 +532,20 @@ class Store:
             self.db.conn.executemany("UPDATE debates SET heartbeat_at = ? WHERE id = ? AND owner = ?",
                                      [(time.time(), debate_id, owner) for debate_id in debate_ids])
 
+    def check_resumable(self, debate_id: str) -> dict[str, Any]:
+        """The debate's row if it can be resumed now; else ResumeRefused saying why (changes nothing)."""
+        debate = self.get_debate(debate_id)
+        if debate is None:
+            raise ResumeRefused(f"no debate with id {debate_id!r}")
+        status = debate["status"]
+        if status not in RESUMABLE_STATUSES + ("running",):
+            raise ResumeRefused(f"debate {debate_id[:8]} is {status}: there is nothing to resume "
+                                "(fork it to continue it differently)")
+        if status == "running" and not self._is_dead(debate, socket.gethostname(), time.time()):
+            raise ResumeRefused(f"debate {debate_id[:8]} is still running (process {debate['pid']} on "
+                                f"{debate['host']}); it can be resumed once it has ended")
+        return debate
+
     def claim_for_resume(self, debate_id: str, owner: str) -> ResumeClaim:
         """Take a stopped, failed or interrupted debate over for `owner`, atomically.
 
@@ -540,16 +554,7 @@ class Store:
         `undo_resume` can put the debate back exactly as it was. Raises ResumeRefused when the
         debate is finished, unknown, or running under a live owner."""
         with self._write():
-            debate = self.get_debate(debate_id)
-            if debate is None:
-                raise ResumeRefused(f"no debate with id {debate_id!r}")
-            status = debate["status"]
-            if status not in RESUMABLE_STATUSES + ("running",):
-                raise ResumeRefused(f"debate {debate_id[:8]} is finished: there is nothing to resume "
-                                    "(fork it to continue it differently)")
-            if status == "running" and not self._is_dead(debate, socket.gethostname(), time.time()):
-                raise ResumeRefused(f"debate {debate_id[:8]} is still running (process {debate['pid']} on "
-                                    f"{debate['host']}); it can be resumed once it has ended")
+            debate = self.check_resumable(debate_id)
             derived = {table: self.db.execute_returning_dicts(
                 f"SELECT * FROM [{table}] WHERE debate_id = ? ORDER BY id", [debate_id]) for table in DERIVED_TABLES}
             marks = {table: self.db.execute(f"SELECT COALESCE(MAX(id), 0) FROM [{table}] WHERE debate_id = ?",
