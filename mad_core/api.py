@@ -64,8 +64,9 @@ def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2,
     agent_cfgs = [AgentConfig(label=label, model=model, persona=(personas[i] if personas else ""))
                   for i, (label, model) in enumerate(pairs)]
     settings: dict[str, Any] = dict(
-        question=query, agents=agent_cfgs, paradigm="simultaneous", all_agents_drafting=True, rounds=rounds,
-        max_rounds=rounds, protocol="judge" if judge is not None else "convergence",
+        # Round 1 holds the independent drafts (AAD), then `rounds` rounds of revision.
+        question=query, agents=agent_cfgs, paradigm="simultaneous", all_agents_drafting=True, rounds=rounds + 1,
+        max_rounds=rounds + 1, protocol="judge" if judge is not None else "convergence",
         judge_model=_model_name(judge) if judge is not None else None, judge_adaptive_break=False,
         extract_final_answers=False,
     )
@@ -93,7 +94,7 @@ def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2,
     return DebateResult(
         final=final,
         winner_label=decision.winner_agent if decision else None,
-        rounds=[DebateRound(r, drafts[r]) for r in sorted(drafts)],
+        rounds=[DebateRound(r - 1, drafts[r]) for r in sorted(drafts)],  # round_index 0: the first drafts
         judgment=judgment,
         debate_id=engine.debate_id,
         status=engine.status,

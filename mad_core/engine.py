@@ -25,6 +25,7 @@ The engine never imports streamlit and never renders anything.
 """
 from __future__ import annotations
 
+import hashlib
 import queue
 import random
 import sys
@@ -160,11 +161,11 @@ class DebateEngine:
         self._failure: str | None = None  # why the debate failed, in words
         self._store_path = getattr(store, "path", store)
         self._store = None
-        self.paradigm = registry.get("paradigm", config.paradigm)()
+        self.paradigm = registry.get("paradigm", config.paradigm)(config)
         self.generator = registry.get("response_generator", config.response_generator)()
         self.protocol = registry.get("protocol", config.protocol)()
-        self.ordering = registry.get("ordering", config.ordering)
         self.rng = random.Random(config.seed)
+        self.ordering = registry.get("ordering", config.ordering)(config, self.rng)
         self.tit_for_tat = config.tit_for_tat if config.tit_for_tat is not None else self.paradigm.default_tit_for_tat
         self.personas = {a.label: a.persona for a in config.agents}
         self.turns: list[Turn] = []
@@ -267,8 +268,6 @@ class DebateEngine:
         if cfg.auto_personas:
             self._generate_personas()
         self._emit(PersonasAssigned(dict(self.personas)))
-        if cfg.all_agents_drafting:
-            self._run_round(0, drafting=True)
         outcome, forced = None, False
         first = self.protocol.first_round(cfg)
         for rnd in range(1, cfg.max_rounds + 1):
@@ -276,7 +275,10 @@ class DebateEngine:
             if self.controller.stopped or self.status == "failed":
                 break
             if not self.controller.force_requested:
-                self._run_round(rnd)
+                # All-Agents Drafting (seed 000 §3.2; MALLM's first-draft flag): round 1 is every
+                # agent's independent draft, not an extra round, so AAD and baseline debates have
+                # the same number of rounds and calls.
+                self._run_round(rnd, drafting=cfg.all_agents_drafting and rnd == 1)
             if self.status == "failed" or self.controller.stopped:
                 break
             forced = self.controller.force_requested
@@ -333,7 +335,7 @@ class DebateEngine:
     def _run_round(self, rnd: int, drafting: bool = False) -> None:
         self.round = rnd
         previous = self._answers_of_round(rnd - 1)
-        self.order = self.ordering(self.agent_labels(), previous, self.cfg.reference, self.rng)
+        self.order = self.ordering.order(self.agent_labels(), previous)
         self._emit(RoundStarted(rnd, list(self.order)))
         steps = [list(self.order)] if drafting else self.paradigm.steps(self.order, self.cfg)
         finished: list[Turn] = []
@@ -354,7 +356,10 @@ class DebateEngine:
 
     def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
         cfg = self.cfg
-        history = [t for t in self.turns if t.kind in DISCUSSION_KINDS and t.status == "ok"]
+        # By seq: the order each turn was planned in, i.e. the round's order (seed 003), never the
+        # order in which calls of one simultaneous step happened to finish.
+        history = sorted((t for t in self.turns if t.kind in DISCUSSION_KINDS and t.status == "ok"),
+                         key=lambda t: t.seq)
         seen = [] if kind == "draft" else self.paradigm.visible(agent, rnd, history, self.order)
         if cfg.memory_window is not None:
             seen = [t for t in seen if t.round >= rnd - cfg.memory_window]
@@ -460,7 +465,7 @@ class DebateEngine:
 
             result = call_model(
                 turn.model, turn.prompt, temperature=agent.temperature, max_tokens=agent.max_tokens,
-                seed=self.cfg.seed, should_stop=should_stop,
+                seed=call_seed(self.cfg.seed, turn), should_stop=should_stop,
                 on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, clean_text(text))),
                 on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
                 retry=RetryPolicy(max_attempts=self.cfg.retry_attempts, base_delay=self.cfg.retry_base_delay,
@@ -642,6 +647,18 @@ class DebateEngine:
     def _push(self, event: Event) -> None:
         """Hand a transient event (tokens, turn start, retry) to the consumer from any thread."""
         self._events.put(event)
+
+
+def call_seed(seed: int | None, turn: Turn) -> int | None:
+    """The sampling seed of one call, derived from the debate seed, the agent, the round and the kind.
+
+    One seed for every call would give same-model agents the same sampling noise, and seed 004
+    relies on that noise to make agents disagree; deriving it keeps a seeded debate reproducible
+    (the same across processes: no Python hash randomisation)."""
+    if seed is None:
+        return None
+    key = f"{seed}\x1f{turn.agent}\x1f{turn.round}\x1f{turn.kind}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def _interpreter_exiting() -> bool:

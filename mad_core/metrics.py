@@ -76,14 +76,15 @@ def path_consistency(answers: list[str]) -> list[float]:
     """For each agent, the share of the other agents giving the same normalized answer.
 
     Seed 003 Eq. 2 sums Pr(V_i = V_k) over k != i; dividing by n-1 keeps it in 0..1.
-    A lone agent has no peers and scores 0.0.
+    A lone agent has no peers and scores 0.0. An agent without an answer agrees with nobody
+    (and nobody with it): two missing answers are not the same viewpoint.
     """
     normalized = [normalize_answer(a) for a in answers]
-    counts = Counter(normalized)
+    counts = Counter(v for v in normalized if v)
     peers = len(normalized) - 1
     if peers <= 0:
         return [0.0] * len(normalized)
-    return [(counts[v] - 1) / peers for v in normalized]
+    return [(counts[v] - 1) / peers if v else 0.0 for v in normalized]
 
 
 def madc_order(labels: list[str], answers: list[str]) -> list[str]:

@@ -1,9 +1,14 @@
 """Speaking orders (seed 003): fixed, random, MADC, truth first / truth last.
 
-An ordering is a function `(labels, previous_answers, reference, rng) -> labels in speaking
-order`, called at the start of every round. `previous_answers` maps each agent to its answer
-in the previous round (empty in the first round), so orders that depend on answers fall back
-to the configured order until answers exist.
+One small class per ordering, registered by name; the engine makes one per debate
+(`Ordering(cfg, rng)`) and asks `order(labels, previous)` at the start of every round.
+`previous` maps each agent to its answer in the previous round (empty in the first round), so
+orders that depend on answers keep the configured order until answers exist.
+
+What an order means (seed 003 §3, Fig. 2): the position of each agent's viewpoint. In
+sequential paradigms it is who speaks when; in simultaneous ones (everyone answers at once)
+it is the order in which the previous round's answers stand in every agent's prompt — the
+engine presents turns in this order, never in the order concurrent calls happened to end.
 """
 from __future__ import annotations
 
@@ -15,52 +20,72 @@ from .metrics import madc_order
 from .registry import register
 
 
+class Ordering:
+    """Base: the configured order, every round."""
+
+    def __init__(self, cfg, rng: random.Random):
+        self.cfg, self.rng = cfg, rng
+
+    def order(self, labels: list[str], previous: dict[str, str]) -> list[str]:
+        return list(labels)
+
+
 @register("ordering", "fixed")
-def fixed(labels: list[str], previous: dict[str, str], reference: str | None, rng: random.Random) -> list[str]:
-    """Configured order, every round."""
-    return list(labels)
+class Fixed(Ordering):
+    """Configured order, every round (seed 003 "Fixed": positions never change)."""
 
 
 @register("ordering", "random")
-def shuffled(labels: list[str], previous: dict[str, str], reference: str | None, rng: random.Random) -> list[str]:
-    """A seeded random order drawn anew each round (seed 003 draws once per debate; round 1 is that draw)."""
-    order = list(labels)
-    rng.shuffle(order)
-    return order
+class Random(Ordering):
+    """Seed 003 "Random": roles are allocated at random once, before the debate; then fixed.
+
+    Seeded by the debate seed, so a debate with a seed is reproducible."""
+
+    def __init__(self, cfg, rng: random.Random):
+        super().__init__(cfg, rng)
+        self._drawn: list[str] | None = None
+
+    def order(self, labels: list[str], previous: dict[str, str]) -> list[str]:
+        if self._drawn is None:
+            self._drawn = list(labels)
+            self.rng.shuffle(self._drawn)
+        return list(self._drawn)
 
 
 @register("ordering", "madc")
-def madc(labels: list[str], previous: dict[str, str], reference: str | None, rng: random.Random) -> list[str]:
-    """Seed 003 Algorithm 1: the agent whose answer most others share speaks last."""
-    if not previous:
-        return list(labels)
-    return madc_order(list(labels), [previous.get(label, "") for label in labels])
+class Madc(Ordering):
+    """Seed 003 Algorithm 1: ordered by path consistency of the previous round, most consistent last."""
+
+    def order(self, labels: list[str], previous: dict[str, str]) -> list[str]:
+        if not previous:
+            return list(labels)
+        return madc_order(list(labels), [previous.get(label, "") for label in labels])
 
 
-def _truth_split(labels: list[str], previous: dict[str, str], reference: str | None) -> tuple[list[str], list[str]]:
-    truth = normalize_answer(reference or "")
-    right = [lb for lb in labels if lb in previous and normalize_answer(previous[lb]) == truth]
-    return right, [lb for lb in labels if lb not in right]
+class _ByTruth(Ordering):
+    """Agents holding the reference answer in the previous round go to one end."""
 
+    truth_last = True
 
-def _needs_reference(cfg) -> None:
-    if not cfg.reference:
-        raise ConfigError("reference", f"ordering {cfg.ordering!r} needs a reference answer")
+    @staticmethod
+    def check_config(cfg) -> None:
+        if not cfg.reference:
+            raise ConfigError("reference", f"ordering {cfg.ordering!r} needs a reference answer")
+
+    def order(self, labels: list[str], previous: dict[str, str]) -> list[str]:
+        truth = normalize_answer(self.cfg.reference or "")
+        right = [lb for lb in labels if lb in previous and normalize_answer(previous[lb]) == truth]
+        wrong = [lb for lb in labels if lb not in right]
+        return wrong + right if self.truth_last else right + wrong
 
 
 @register("ordering", "truth_first")
-def truth_first(labels: list[str], previous: dict[str, str], reference: str | None, rng: random.Random) -> list[str]:
-    """Agents currently holding the reference answer speak first."""
-    right, wrong = _truth_split(labels, previous, reference)
-    return right + wrong
+class TruthFirst(_ByTruth):
+    """Agents currently holding the reference answer speak (stand) first."""
+
+    truth_last = False
 
 
 @register("ordering", "truth_last")
-def truth_last(labels: list[str], previous: dict[str, str], reference: str | None, rng: random.Random) -> list[str]:
-    """Agents currently holding the reference answer speak last (seed 003's best allocation)."""
-    right, wrong = _truth_split(labels, previous, reference)
-    return wrong + right
-
-
-truth_first.check_config = _needs_reference
-truth_last.check_config = _needs_reference
+class TruthLast(_ByTruth):
+    """Agents currently holding the reference answer speak (stand) last (seed 003's best allocation)."""

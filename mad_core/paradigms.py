@@ -26,6 +26,9 @@ class Paradigm:
     solutions_only = False  # show others' final answers only, not their whole replies
     default_tit_for_tat: int | None = None
 
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
     def steps(self, order: list[str], cfg) -> list[list[str]]:
         return [[agent] for agent in order]
 
@@ -59,20 +62,31 @@ class Relay(Paradigm):
 
 @register("paradigm", "report")
 class Report(Paradigm):
-    """The first speaker moderates and sees all; the others see only the moderator (and themselves)."""
+    """The first configured agent moderates and sees all; the others see only the moderator (and themselves).
+
+    The moderator is a role, not a position: whatever the speaking order, it stays the first
+    configured agent (seed 000 App. C); the order arranges the members."""
+
+    @property
+    def moderator(self) -> str:
+        return self.cfg.agents[0].label
+
+    def members(self, order: list[str]) -> list[str]:
+        return [agent for agent in order if agent != self.moderator]
 
     def steps(self, order: list[str], cfg) -> list[list[str]]:
+        members = self.members(order)
         # Members cannot see each other, so they answer the moderator at the same time.
-        return [[order[0]], order[1:]] if len(order) > 1 else [order]
+        return [[self.moderator], members] if members else [[self.moderator]]
 
     def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
-        moderator = order[0]
+        moderator = self.moderator
         if agent == moderator:
             return list(history)
         return [t for t in history if t.agent in (moderator, agent)]
 
     def role(self, agent: str, order: list[str], cfg) -> str:
-        return MODERATOR_ROLE if agent == order[0] else MEMBER_ROLE
+        return MODERATOR_ROLE if agent == cfg.agents[0].label else MEMBER_ROLE
 
 
 @register("paradigm", "debate")
@@ -80,17 +94,16 @@ class Debate(Report):
     """Members debate among themselves for `debate_subrounds` exchanges, then the moderator speaks again."""
 
     def steps(self, order: list[str], cfg) -> list[list[str]]:
-        members = [[agent] for agent in order[1:]]
-        return [[order[0]]] + members * cfg.debate_subrounds
+        members = [[agent] for agent in self.members(order)]
+        return [[self.moderator]] + members * cfg.debate_subrounds
 
     def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
-        moderator = order[0]
-        if agent == moderator:
+        if agent == self.moderator:
             return list(history)
-        return [t for t in history if t.agent in (moderator, agent) or t.round == rnd]
+        return [t for t in history if t.agent in (self.moderator, agent) or t.round == rnd]
 
     def role(self, agent: str, order: list[str], cfg) -> str:
-        if agent == order[0]:
+        if agent == self.moderator:
             return MODERATOR_ROLE
         return "You debate with the other members this round; the moderator then reads your exchange."
 

@@ -247,12 +247,13 @@ def test_one_by_one_uses_chat_history(script):
     assert any(m["role"] == "user" and m["content"].startswith("[Agent 2]") for m in prompt)
 
 
-def test_aad_drafts_independently_first(script):
-    ts, events = paradigm_run(script, "memory", rounds=1, all_agents_drafting=True)
+def test_aad_makes_round_one_independent_without_adding_a_round(script):
+    ts, events = paradigm_run(script, "memory", rounds=2, all_agents_drafting=True)
     drafts = [t for t in ts if t.kind == "draft"]
-    assert len(drafts) == 3 and all(seen_markers(t) == set() for t in drafts)
-    assert of(events, RoundStarted)[0].round == 0
-    assert seen_markers(find(ts, "Agent 1", 1)) == {"UNIQUE-Agent1-R0", "UNIQUE-Agent2-R0", "UNIQUE-Agent3-R0"}
+    assert len(drafts) == 3 and {t.round for t in drafts} == {1} and all(seen_markers(t) == set() for t in drafts)
+    assert [e.round for e in of(events, RoundStarted)] == [1, 2]  # the same rounds as without AAD
+    assert len([t for t in ts if t.kind == "discussion"]) == 3  # round 2 only: 6 turns in all, as baseline
+    assert seen_markers(find(ts, "Agent 1", 2)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1", "UNIQUE-Agent3-R1"}
 
 
 def test_reasoning_generator_hides_others_final_answers(script):
@@ -352,13 +353,64 @@ def test_random_order_is_reproducible_with_a_seed(script, roles):
         events, _ = run(make_config(model, n=5, ordering="random", seed=7, rounds=3, max_rounds=3))
         orders.append([e.order for e in of(events, RoundStarted)])
     assert orders[0] == orders[1]
-    assert len({tuple(o) for o in orders[0]}) > 1  # it does shuffle
+    # Seed 003: roles are allocated at random once, before the debate, then keep their places.
+    assert len({tuple(o) for o in orders[0]}) == 1 and len(orders[0]) == 3
+    assert orders[0][0] != [f"Agent {i}" for i in range(1, 6)]  # it does shuffle (seed 7)
 
 
-def test_seed_reaches_the_backend(script, roles):
+@pytest.mark.parametrize("paradigm", ["simultaneous", "collective_refinement"])
+def test_simultaneous_prompts_present_the_previous_round_in_the_rounds_order(script, paradigm):
+    """Seed 003: in simultaneous talk the order is where each answer stands in the others' prompts;
+    the order in which concurrent calls finish must never leak into a prompt."""
+    finish_last = threading.Event()
+
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] in ("vote", "extraction"):
+            return "1"
+        if meta["round"] == 1 and meta["agent"] == "Agent 1":  # the first in order finishes last
+            assert finish_last.wait(timeout=30)
+        return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: P{meta['agent'][-1]}"
+    model, _ = script(reply)
+    engine, events, done = DebateEngine(make_config(model, paradigm=paradigm, rounds=2, max_rounds=2)), [], set()
+    for event in engine.run():
+        events.append(event)
+        if isinstance(event, TurnFinished) and event.turn.round == 1:
+            done.add(event.turn.agent)
+            if done == {"Agent 2", "Agent 3"}:
+                finish_last.set()
+    finished = [e.turn.agent for e in of(events, TurnFinished) if e.turn.round == 1 and e.turn.kind == "discussion"]
+    assert finished[-1] == "Agent 1"  # it really did finish last
+    for viewer in ("Agent 1", "Agent 2", "Agent 3"):
+        text = user_text(find(turns(events, "discussion"), viewer, 2))
+        marks = ["Agent1", "Agent2", "Agent3"] if paradigm == "simultaneous" else ["P1", "P2", "P3"]
+        positions = [text.index(f"UNIQUE-{m}-R1" if paradigm == "simultaneous" else f"proposed: {m}")
+                     for m in marks]
+        assert positions == sorted(positions), (viewer, positions)
+
+
+def test_report_moderator_stays_the_first_configured_agent_whatever_the_order(script):
+    ts, events = paradigm_run(script, "report", n=4, ordering="random", seed=3)
+    orders = [e.order for e in of(events, RoundStarted)]
+    assert orders[0][0] != "Agent 1"  # the drawn order does not start with the moderator...
+    for rnd in (1, 2):
+        first = min((t for t in ts if t.round == rnd), key=lambda t: t.seq)
+        assert first.agent == "Agent 1"  # ...yet the moderator speaks first and sees everyone
+        assert "moderator" in first.prompt[0]["content"]
+
+
+def test_each_call_gets_its_own_seed_derived_from_the_debate_seed(script, roles):
     model, s = script(roles())
-    run(make_config(model, rounds=1, max_rounds=1, seed=123))
-    assert s.history and all(call["seed"] == 123 for call in s.history)
+    run(make_config(model, rounds=2, max_rounds=2, seed=123))
+    seeds = {(c["metadata"]["agent"], c["metadata"]["round"], c["metadata"]["kind"]): c["seed"] for c in s.history}
+    assert len(seeds) == len(s.history) == 12 and all(isinstance(v, int) for v in seeds.values())
+    assert len(set(seeds.values())) == len(seeds)  # same-model agents do not share their noise
+    model2, again = script(roles())
+    run(make_config(model2, rounds=2, max_rounds=2, seed=123))
+    assert [c["seed"] for c in again.history if c["metadata"]["kind"] == "discussion"] == \
+        [c["seed"] for c in s.history if c["metadata"]["kind"] == "discussion"]  # reproducible
+    run(make_config(model2, rounds=1, max_rounds=1))
+    assert again.history[-1]["seed"] is None  # no debate seed: none is sent
 
 
 # ----- personas, challenge, failures --------------------------------------------------------------

@@ -223,3 +223,9 @@ def test_vote_breakdown_ranked_has_rank_counts():
     assert chart["counts"] == [3, 5, 1]
     assert chart["rank_counts"] == [[1, 1, 0], [2, 1, 0], [0, 1, 2]]
     assert chart["invalid"] == 1
+
+
+def test_agents_without_an_answer_agree_with_nobody():
+    # Seed 003 Eq. 2 compares viewpoints; two missing answers are not a shared viewpoint.
+    assert path_consistency(["", "", "A", "A"]) == [0.0, 0.0, 1 / 3, 1 / 3]
+    assert madc_order(["X", "Y", "Z"], ["", "", "B"]) == ["X", "Y", "Z"]
