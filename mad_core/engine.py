@@ -44,7 +44,6 @@ from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateSt
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
-from .protocols.counting import CONSENSUS_PROTOCOLS
 from .store import HEARTBEATS, ClaimLost, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
@@ -144,6 +143,26 @@ class Controller:
             self._actions.append(action)
 
 
+class EngineContext:
+    """The running debate as a decision protocol sees it (`protocols.decision.DecisionContext`):
+    the settings, the round, the agents, and the calls a protocol may ask for. Nothing else of
+    the engine is reachable from a protocol."""
+
+    def __init__(self, engine: "DebateEngine"):
+        self._engine = engine
+        self.cfg = engine.cfg
+        self.labels = engine.agent_labels()
+        self.judge_extracts = engine.paradigm.judge_extracts
+        self.solutions, self.latest_drafts = engine.solutions, engine.latest_drafts
+        self.collect_ballots, self.extract_answer = engine.collect_ballots, engine.extract_answer
+        self.judge_break, self.judge_extract, self.judge_select = \
+            engine.judge_break, engine.judge_extract, engine.judge_select
+
+    @property
+    def round(self) -> int:
+        return self._engine.round
+
+
 class DebateEngine:
     """Runs one debate. Create it, then iterate `run()`; steer it through `controller`."""
 
@@ -178,14 +197,13 @@ class DebateEngine:
         self._seq = max((t.seq for t in history or []), default=-1) + 1
         self._seq_lock = threading.Lock()
         self._pending: dict[str, list[str]] = defaultdict(list)
-        self._proposal: Turn | None = None
-        self._supporters: set[str] = set()
         self._last_solutions: tuple[int, list[str], list[str]] | None = None
         self._serial_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._events: queue.Queue = queue.Queue()
         self._pool = ThreadPoolExecutor(max_workers=config.max_concurrency, thread_name_prefix="madlab-call")
         self.status = "running"
         self.answer: str | None = None
+        self.context = EngineContext(self)
 
     # ===== public =========================================================================
     def run(self) -> Iterator[Event]:
@@ -274,25 +292,30 @@ class DebateEngine:
             self._halted()  # apply steering, wait while paused
             if self.controller.stopped or self.status == "failed":
                 break
+            early = None
             if not self.controller.force_requested:
                 # All-Agents Drafting (seed 000 §3.2; MALLM's first-draft flag): round 1 is every
                 # agent's independent draft, not an extra round, so AAD and baseline debates have
                 # the same number of rounds and calls.
-                self._run_round(rnd, drafting=cfg.all_agents_drafting and rnd == 1)
+                early = self._run_round(rnd, drafting=cfg.all_agents_drafting and rnd == 1)
             if self.status == "failed" or self.controller.stopped:
+                break
+            if early is not None:  # the protocol decided during the round (consensus after a turn)
+                outcome = early
+                self._emit_attempt(outcome)
                 break
             forced = self.controller.force_requested
             if forced and not self.latest_drafts()[0]:
                 break  # forced before anyone spoke: nothing to decide (see _finish)
             if rnd < first and not forced:
                 continue
-            outcome = self.protocol.decide(self, forced)
+            outcome = self.protocol.decide(self.context, forced)
             self._emit_attempt(outcome)
             if outcome.reached:
                 break
             if forced or rnd == cfg.max_rounds:
                 why = "decision forced by a person" if forced else f"turn cap reached ({cfg.max_rounds} rounds)"
-                outcome = self.protocol.fallback(self, outcome, why)
+                outcome = self.protocol.fallback(self.context, outcome, why)
                 break
             outcome = None
         self._finish(outcome, forced)
@@ -332,7 +355,8 @@ class DebateEngine:
                                      outcome.solutions, outcome.solution_agents))
 
     # ===== rounds and turns ================================================================
-    def _run_round(self, rnd: int, drafting: bool = False) -> None:
+    def _run_round(self, rnd: int, drafting: bool = False):
+        """Run one round; returns the protocol's outcome if it decided after one of the turns."""
         self.round = rnd
         previous = self._answers_of_round(rnd - 1)
         self.order = self.ordering.order(self.agent_labels(), previous)
@@ -344,15 +368,18 @@ class DebateEngine:
                 break
             kind = "draft" if drafting else "discussion"
             requests = [(agent, kind, self._discussion_messages(agent, rnd, kind), None) for agent in step]
-            for turn in self.ask_many(requests):
+            for turn in self.ask_many(requests):  # in the round's order, whatever finished first
                 finished.append(turn)
-                if turn.status == "ok" and self.cfg.protocol in CONSENSUS_PROTOCOLS:
-                    self._track_agreement(turn)
+                self.protocol.observe(turn)
+                early = self.protocol.after_turn(self.context) if turn.status == "ok" else None
+                if early is not None:
+                    return early
         if finished and all(t.status == "failed" for t in finished):
             self.status = "failed"
             causes = "; ".join(dict.fromkeys(f"{t.agent}: {t.error or 'no detail'}" for t in finished))
             self._failure = f"every turn of round {rnd} failed ({causes})"
             self._emit(ErrorOccurred(self._failure))
+        return None
 
     def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
         cfg = self.cfg
@@ -363,9 +390,7 @@ class DebateEngine:
         seen = [] if kind == "draft" else self.paradigm.visible(agent, rnd, history, self.order)
         if cfg.memory_window is not None:
             seen = [t for t in seen if t.round >= rnd - cfg.memory_window]
-        formats = [prompts.FINAL_ANSWER_FORMAT]
-        if seen and cfg.protocol in CONSENSUS_PROTOCOLS:
-            formats.insert(0, prompts.AGREEMENT_FORMAT)
+        formats = [*self.protocol.turn_instructions(agent, bool(seen)), prompts.FINAL_ANSWER_FORMAT]
         if cfg.confidence:
             formats.append(prompts.CONFIDENCE_FORMAT)
         system = prompts.system_prompt(agent, len(cfg.agents), self.personas.get(agent, ""), self.tit_for_tat,
@@ -397,15 +422,6 @@ class DebateEngine:
     def _answers_of_round(self, rnd: int) -> dict[str, str]:
         return {t.agent: t.answer or "" for t in self.turns
                 if t.round == rnd and t.kind in DISCUSSION_KINDS and t.status == "ok"}
-
-    def _track_agreement(self, turn: Turn) -> None:
-        """Consensus bookkeeping: AGREE supports the current proposal, DISAGREE makes a new one."""
-        if self._proposal is None or turn.agreement is False:
-            self._proposal, self._supporters = turn, {turn.agent}
-        elif turn.agreement is True:
-            self._supporters.add(turn.agent)
-        elif turn.agent in self._supporters and turn.agent != self._proposal.agent:
-            self._supporters.discard(turn.agent)  # said neither: no longer counted as agreeing
 
     # ===== model calls =====================================================================
     def ask_many(self, requests: list[tuple[str, str, list[dict], str | None]], on_done=None) -> list[Turn]:
@@ -503,9 +519,6 @@ class DebateEngine:
             on_done(turn)
 
     # ===== services for protocols ==========================================================
-    def proposal(self) -> tuple[Turn | None, set[str]]:
-        return self._proposal, set(self._supporters)
-
     def latest_drafts(self) -> tuple[list[str], list[str]]:
         """Each agent's latest successful draft or discussion reply, in configured agent order."""
         latest: dict[str, str] = {}
@@ -530,14 +543,16 @@ class DebateEngine:
         self._last_solutions = (self.round, agents, solutions)
         return agents, solutions
 
-    def extract_answer(self, turn: Turn) -> str:
+    def extract_answer(self, agent: str, text: str, intro: str | None = None) -> str:
+        """`agent`'s final solution in `text`: its own last reply, or (with `intro`) other messages."""
         if not self.cfg.extract_final_answers:
-            return final_answer(turn.content)
-        extracted = self.ask(turn.agent, "extraction", self._extraction_messages(turn.agent, turn.content))
-        return extracted.content.strip() or final_answer(turn.content)
+            return final_answer(text)
+        extracted = self.ask(agent, "extraction", self._extraction_messages(agent, text, intro))
+        return extracted.content.strip() or final_answer(text)
 
-    def _extraction_messages(self, agent: str, draft: str) -> list[dict[str, str]]:
-        return prompts.extraction_prompt(self._plain_system(agent), self.cfg.question, self.cfg.task, draft)
+    def _extraction_messages(self, agent: str, draft: str, intro: str | None = None) -> list[dict[str, str]]:
+        return prompts.extraction_prompt(self._plain_system(agent), self.cfg.question, self.cfg.task, draft,
+                                         *([intro] if intro else []))
 
     def _plain_system(self, agent: str) -> str:
         return prompts.system_prompt(agent, len(self.cfg.agents), self.personas.get(agent, ""), None)

@@ -25,6 +25,7 @@ class Paradigm:
     chat_history = False  # show history as alternating chat messages instead of one block
     solutions_only = False  # show others' final answers only, not their whole replies
     default_tit_for_tat: int | None = None
+    judge_extracts = False  # a judge states the answer itself at the end (else it selects one)
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
@@ -134,6 +135,7 @@ class TwoSided(Paradigm):
     """Seed 002: an affirmative and a negative debater argue in turn; a judge decides."""
 
     default_tit_for_tat = 2
+    judge_extracts = True  # seed 002: at the round limit the judge extracts the answer itself
     ROLES = (
         "You argue the affirmative side: state your answer and defend it with reasons.",
         "You argue the negative side: dispute the affirmative side's points, give your reasons and your own answer.",

@@ -23,8 +23,8 @@ TIT_FOR_TAT_SUMMARY = {
 
 FINAL_ANSWER_FORMAT = "End your reply with one line of the form `Final answer: <your answer>`."
 AGREEMENT_FORMAT = (
-    "Start your reply with the single word AGREE if you accept the current proposal, "
-    "or DISAGREE if you do not, and then explain."
+    "Start your reply with the single word AGREE if you accept this proposal, "
+    "or DISAGREE if you do not (then give your own solution), and then explain."
 )
 CONFIDENCE_FORMAT = "Add one line `Confidence: N/10` saying how sure you are (1 = guessing, 10 = certain)."
 
@@ -55,6 +55,11 @@ def discussion_block(rendered_turns: list[str]) -> str:
     return "What has been said so far:\n\n" + "\n\n".join(rendered_turns)
 
 
+def proposal_block(agent: str, answer: str) -> str:
+    """The proposal a consensus protocol asks an agent to agree or disagree with."""
+    return f"The current proposal, from {agent}: {answer}"
+
+
 def moderator_block(messages: list[str]) -> str:
     return "\n".join(f"A human moderator says to you: {m}" for m in messages)
 
@@ -69,11 +74,12 @@ def turn_prompt(system: str, question: str, task: str, seen: list[str], moderato
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
-def extraction_prompt(system: str, question: str, task: str, previous: str) -> list[dict[str, str]]:
-    """Seed 000 E.1: pull the bare final solution out of an agent's last reply."""
+def extraction_prompt(system: str, question: str, task: str, previous: str,
+                      intro: str = "Your last reply was:") -> list[dict[str, str]]:
+    """Seed 000 E.1: pull the bare final solution out of an agent's last reply (or the latest messages)."""
     user = (
-        f"{task_block(question, task)}\n\nYour last reply was:\n{previous}\n\n"
-        "Write only the final solution contained in that reply: no agreement, no explanation, no other words. "
+        f"{task_block(question, task)}\n\n{intro}\n{previous}\n\n"
+        "Write only the final solution contained in that text: no agreement, no explanation, no other words. "
         "Keep its wording. If it contains no clear solution, repeat the reply as it is."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -1,11 +1,22 @@
 """Decision protocols: when a debate may decide, how, and what happens when it cannot.
 
-One small class per protocol, registered by name. A protocol never streams or stores
-anything itself: it asks the engine for solutions, ballots or judge calls (`eng`) and applies
-its rule with the pure functions of `counting`. `decide` returns an `Outcome`; `reached=False`
-means "discuss one more round" (a tie, no consensus, a judge not yet satisfied). When the
-turn cap is hit, or a person forces a decision that cannot be reached, `fallback` applies the
-documented rule:
+One small class per protocol, registered by name; the engine makes one per debate, so a
+protocol keeps its own state (consensus: the current proposal and who agrees with it). The
+interface (`Protocol`):
+
+- `observe(turn)`: every finished discussion turn, in the round's order;
+- `after_turn(ctx)`: asked after each of them; an `Outcome` ends the discussion there
+  (consensus is checked after every answer, seed 000 §3.2 and MALLM);
+- `turn_instructions(agent, sees_others)`: what an agent is asked besides the task (consensus:
+  agree or disagree with the proposal it is shown);
+- `decide(ctx, forced)`: at the end of a round from `first_round(cfg)` on; `reached=False`
+  means "discuss one more round" (a tie, no consensus, a judge not yet satisfied);
+- `fallback(ctx, last, why)`: the turn cap was hit, or a person forced a decision that could
+  not be reached.
+
+A protocol never streams or stores anything itself: it asks the running debate for solutions,
+ballots or judge calls through a `DecisionContext` and applies its rule with the pure functions
+of `counting`. The fallback rules:
 
 - voting, solution counting, judge selection: the first agent's solution (seed 000 App. C: "the
   solution of the first agent is used");
@@ -16,11 +27,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol as Interface
 
 from ..answers import final_answer, normalize_answer
+from ..events import DISCUSSION_KINDS, Turn
 from ..metrics import convergence_winner
+from ..prompts import AGREEMENT_FORMAT, proposal_block
 from ..registry import register
+from .ballots import Ballot
 from .counting import consensus_reached, tally
 
 
@@ -40,6 +54,37 @@ class Outcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class DecisionContext(Interface):
+    """What a protocol may ask of the running debate (the engine's `EngineContext` provides it)."""
+
+    cfg: Any  # the DebateConfig
+    round: int  # the current round
+    labels: list[str]  # the agents, in configured order
+    judge_extracts: bool  # the paradigm's judge states the answer itself (two-sided, seed 002)
+
+    def solutions(self) -> tuple[list[str], list[str]]:
+        """(agents, final solutions) of the latest round: extracted when configured (seed 000 E.1)."""
+
+    def latest_drafts(self) -> tuple[list[str], list[str]]:
+        """(agents, each one's latest successful discussion reply)."""
+
+    def collect_ballots(self, protocol: str, solutions: list[str]) -> list[Ballot]:
+        """One ballot per agent (re-asked when unreadable), each recorded as a VoteCast."""
+
+    def extract_answer(self, agent: str, text: str, intro: str | None = None) -> str:
+        """`agent`'s final solution in `text` (an extraction turn when configured); `intro` says
+        what `text` is when it is not the agent's own last reply."""
+
+    def judge_break(self) -> tuple[bool, str, str]:
+        """(a correct answer was reached, the answer, the judge's raw reply)."""
+
+    def judge_extract(self) -> tuple[str, str]:
+        """(the judge's own answer from the whole debate, its raw reply)."""
+
+    def judge_select(self, solutions: list[str]) -> tuple[Ballot, str]:
+        """(the judge's choice among `solutions`, its raw reply)."""
+
+
 def first_agent_fallback(last: Outcome | None, eng, why: str) -> Outcome:
     """Seed 000's rule when voting cannot decide in time: take the first agent's solution."""
     agents, solutions = (last.solution_agents, last.solutions) if last and last.solutions else eng.solutions()
@@ -53,8 +98,21 @@ def first_agent_fallback(last: Outcome | None, eng, why: str) -> Outcome:
 class Protocol:
     """Base protocol: decide once the configured number of rounds has passed."""
 
+    name = ""  # set by the registry
+
     def first_round(self, cfg) -> int:
         return cfg.rounds
+
+    def observe(self, turn: Turn) -> None:
+        """A discussion turn finished (ok or not)."""
+
+    def after_turn(self, ctx: DecisionContext) -> Outcome | None:
+        """An outcome to end the discussion right after the latest turn, or None to go on."""
+        return None
+
+    def turn_instructions(self, agent: str, sees_others: bool) -> list[str]:
+        """What `agent` is asked to do besides answering (shown before the answer format)."""
+        return []
 
     def decide(self, eng, forced: bool) -> Outcome:
         raise NotImplementedError
@@ -107,38 +165,76 @@ class CumulativeVoting(Voting):
 
 
 class Consensus(Protocol):
-    """Agents say AGREE / DISAGREE with the current proposal; decide once enough agree."""
+    """Each agent agrees or disagrees with the current proposal; the discussion ends as soon as
+    enough agree (seed 000 §3.2; MALLM checks after every answer, not after a full round).
+
+    The proposal is the latest answer that did not agree: its author supports it, and so does
+    every later speaker who agrees. A reply that does not agree (a disagreement, or no stance)
+    is a new proposal. Agents are shown the proposal they are asked about. The final answer is
+    then solved by the last speaker from the latest messages (seed 000: the last agent solves
+    the task), i.e. from the proposal and the agreements that followed it."""
+
+    def __init__(self) -> None:
+        self.proposal: Turn | None = None
+        self.since: list[Turn] = []  # the proposal and the turns after it
 
     def first_round(self, cfg) -> int:
         return 1
 
-    def decide(self, eng, forced: bool) -> Outcome:
-        proposal, supporters = eng.proposal()
-        if proposal is None:
+    def observe(self, turn: Turn) -> None:
+        if turn.kind not in DISCUSSION_KINDS or turn.status != "ok":
+            return
+        if self.proposal is not None and turn.agreement is True:
+            self.since.append(turn)
+        else:
+            self.proposal, self.since = turn, [turn]
+
+    def supporters(self) -> set[str]:
+        return {self.proposal.agent} | {t.agent for t in self.since[1:]} if self.proposal else set()
+
+    def turn_instructions(self, agent: str, sees_others: bool) -> list[str]:
+        if self.proposal is None or not sees_others:
+            return []
+        answer = self.proposal.answer or final_answer(self.proposal.content)
+        return [proposal_block(self.proposal.agent, answer), AGREEMENT_FORMAT]
+
+    def _state(self, ctx: DecisionContext) -> tuple[list[bool], dict[str, Any]]:
+        supporters = self.supporters()
+        agree = [label in supporters for label in ctx.labels]
+        return agree, {"agree": dict(zip(ctx.labels, agree)),
+                       "proposer": self.proposal.agent if self.proposal else None}
+
+    def after_turn(self, ctx: DecisionContext) -> Outcome | None:
+        if self.proposal is None:
+            return None
+        agree, detail = self._state(ctx)
+        if not consensus_reached(self.name, agree, ctx.cfg.consensus_threshold):
+            return None
+        return self._accept(ctx, agree, detail, f"{sum(agree)} of {len(agree)} agree")
+
+    def decide(self, ctx: DecisionContext, forced: bool) -> Outcome:
+        if self.proposal is None:
             return Outcome(False, "no proposal yet")
-        labels = eng.agent_labels()
-        agree = [label in supporters for label in labels]
-        detail = {"agree": dict(zip(labels, agree)), "proposer": proposal.agent}
-        if not consensus_reached(self.name, agree, eng.cfg.consensus_threshold):
+        agree, detail = self._state(ctx)
+        if not consensus_reached(self.name, agree, ctx.cfg.consensus_threshold):
             return Outcome(False, f"{sum(agree)} of {len(agree)} agree: not enough for {self.name}",
                            scores=[float(a) for a in agree], details=detail)
-        return self._accept(eng, proposal, agree, detail, f"{sum(agree)} of {len(agree)} agree")
+        return self._accept(ctx, agree, detail, f"{sum(agree)} of {len(agree)} agree")
 
-    def fallback(self, eng, last: Outcome | None, why: str) -> Outcome:
-        proposal, supporters = eng.proposal()
-        if proposal is None:
-            return first_agent_fallback(last, eng, why)
-        labels = eng.agent_labels()
-        agree = [label in supporters for label in labels]
-        outcome = self._accept(eng, proposal, agree, {"agree": dict(zip(labels, agree))}, why)
+    def fallback(self, ctx: DecisionContext, last: Outcome | None, why: str) -> Outcome:
+        if self.proposal is None:
+            return first_agent_fallback(last, ctx, why)
+        agree, detail = self._state(ctx)
+        outcome = self._accept(ctx, agree, detail, why)
         outcome.fallback = why + "; the latest proposal is used"
         return outcome
 
-    def _accept(self, eng, proposal, agree, detail, reason) -> Outcome:
-        answer = eng.extract_answer(proposal)
-        return Outcome(True, reason, answer=answer, winner_agent=proposal.agent,
-                       winner_index=eng.agent_labels().index(proposal.agent), scores=[float(a) for a in agree],
-                       solutions=[answer], solution_agents=[proposal.agent], details=detail)
+    def _accept(self, ctx: DecisionContext, agree: list[bool], detail: dict[str, Any], reason: str) -> Outcome:
+        latest = "\n\n".join(f"[{t.agent}]: {t.content.strip()}" for t in self.since)
+        answer = ctx.extract_answer(self.since[-1].agent, latest, "The discussion ended with these messages:")
+        return Outcome(True, reason, answer=answer, winner_agent=self.proposal.agent,
+                       winner_index=ctx.labels.index(self.proposal.agent), scores=[float(a) for a in agree],
+                       solutions=[answer], solution_agents=[self.proposal.agent], details=detail)
 
 
 @register("protocol", "majority_consensus")
@@ -213,12 +309,12 @@ class Judge(Protocol):
                 return Outcome(True, "the judge found a correct answer (adaptive break)", answer=answer,
                                winner_agent="judge", details={"judgment": raw, "mode": "discriminative"})
             return Outcome(False, "the judge wants the debate to go on", details={"judgment": raw})
-        if eng.cfg.paradigm == "two_sided":
+        if eng.judge_extracts:
             return self._extract(eng, "round limit reached")
         return self._select(eng)
 
     def fallback(self, eng, last: Outcome | None, why: str) -> Outcome:
-        if eng.cfg.paradigm == "two_sided":
+        if eng.judge_extracts:
             return self._extract(eng, why)
         return first_agent_fallback(last, eng, why)
 

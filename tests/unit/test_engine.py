@@ -165,6 +165,45 @@ def test_consensus_disagreement_makes_a_new_proposal(script):
     assert "AGREE" in user_text(agreement_prompt)  # agents are asked to agree or disagree
 
 
+def test_consensus_is_checked_after_every_answer_and_the_last_speaker_solves(script):
+    """Seed 000 §3.2 / MALLM: A proposes, B agrees: with majority consensus the discussion ends
+    there; C never speaks. Agents are shown the proposal they are asked about."""
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "extraction":
+            return "Paris"
+        if meta["agent"] == "Agent 1":
+            return "It is Paris.\nFinal answer: Paris"
+        return "AGREE, that is right.\nFinal answer: Paris"
+    model, s = script(reply)
+    events, _ = run(make_config(model, protocol="majority_consensus", rounds=3, max_rounds=5))
+    discussion = turns(events, "discussion")
+    assert [(t.agent, t.round) for t in discussion] == [("Agent 1", 1), ("Agent 2", 1)]  # Agent 3 never spoke
+    assert "The current proposal, from Agent 1: Paris" in user_text(discussion[1])
+    assert "AGREE" in user_text(discussion[1]) and "proposal" not in user_text(discussion[0])
+    extraction = turns(events, "extraction")
+    assert [t.agent for t in extraction] == ["Agent 2"]  # the last speaker solves from the latest messages
+    text = user_text(extraction[0])
+    assert "The discussion ended with these messages:" in text
+    assert text.index("[Agent 1]: It is Paris.") < text.index("[Agent 2]: AGREE, that is right.")
+    decision = of(events, DecisionReached)[0]
+    assert (decision.answer, decision.winner_agent, decision.round) == ("Paris", "Agent 1", 1)
+    assert [a.reached for a in of(events, DecisionAttempted)] == [True]
+    assert s.calls == 3
+
+
+def test_the_engine_names_no_component():
+    """Protocols, paradigms and orderings own their behaviour: the engine tests none of their names."""
+    import inspect
+
+    import mad_core.engine as engine_module
+    from mad_core.events import TURN_KINDS
+    source = inspect.getsource(engine_module)
+    for names in components().values():
+        for name in set(names) - set(TURN_KINDS):  # "judge" is also the kind of a judge's turn
+            assert f'"{name}"' not in source and f"'{name}'" not in source, name
+
+
 # ----- paradigms: who sees what, on the exact prompts ----------------------------------------------
 def said(agent: str) -> str:
     return f"UNIQUE-{agent.replace(' ', '')}"
