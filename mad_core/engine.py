@@ -403,8 +403,6 @@ class DebateEngine:
         return prompts.turn_prompt(system, cfg.question, cfg.task, rendered, moderator, instruction, formats)
 
     def _render(self, turn: Turn, viewer: str) -> str:
-        if self.paradigm.solutions_only:
-            return f"[{turn.agent}] proposed: {turn.answer or final_answer(turn.content)}"
         return self.generator.render(turn, viewer, self.cfg.confidence_visible)
 
     def _chat_messages(self, agent, system, seen, moderator, instruction, formats) -> list[dict[str, str]]:

@@ -23,7 +23,6 @@ class Paradigm:
     """Base: agents speak one after another and see everything said."""
 
     chat_history = False  # show history as alternating chat messages instead of one block
-    solutions_only = False  # show others' final answers only, not their whole replies
     default_tit_for_tat: int | None = None
     judge_extracts = False  # a judge states the answer itself at the end (else it selects one)
 
@@ -122,12 +121,20 @@ class Simultaneous(Paradigm):
 
 @register("paradigm", "collective_refinement")
 class CollectiveRefinement(Simultaneous):
-    """Collective Improvement: no turn order; only the previous round's solutions are shown."""
-
-    solutions_only = True
+    """Collective Improvement (seed 000 §5): no turn order and no exchange within a round; each
+    agent sees only the previous round's responses, in full, its own included (MALLM shows the
+    previous round's full responses, not just their answers)."""
 
     def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
         return [t for t in history if t.round == rnd - 1]
+
+    @staticmethod
+    def check_config(cfg) -> None:
+        from .registry import get
+
+        if get("protocol", cfg.protocol).needs_turn_order:
+            raise ConfigError("protocol", f"collective_refinement works only with voting protocols (seed 000 §5: it "
+                                          f"removes the turn order, so no agreement can form), not {cfg.protocol!r}")
 
 
 @register("paradigm", "two_sided")

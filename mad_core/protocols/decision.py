@@ -99,6 +99,7 @@ class Protocol:
     """Base protocol: decide once the configured number of rounds has passed."""
 
     name = ""  # set by the registry
+    needs_turn_order = False  # agents must answer one another in turn (consensus)
 
     def first_round(self, cfg) -> int:
         return cfg.rounds
@@ -173,6 +174,8 @@ class Consensus(Protocol):
     is a new proposal. Agents are shown the proposal they are asked about. The final answer is
     then solved by the last speaker from the latest messages (seed 000: the last agent solves
     the task), i.e. from the proposal and the agreements that followed it."""
+
+    needs_turn_order = True
 
     def __init__(self) -> None:
         self.proposal: Turn | None = None

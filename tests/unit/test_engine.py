@@ -272,11 +272,21 @@ def test_simultaneous_sees_previous_round_only(script):
     assert seen_markers(find(ts, "Agent 2", 2)) == {"UNIQUE-Agent1-R1", "UNIQUE-Agent2-R1", "UNIQUE-Agent3-R1"}
 
 
-def test_collective_refinement_shows_solutions_not_replies(script):
-    ts, _ = paradigm_run(script, "collective_refinement")
-    text = user_text(find(ts, "Agent 2", 2))
-    assert "[Agent 1] proposed: Paris" in text
-    assert "UNIQUE" not in text  # the reasoning itself stays hidden
+def test_collective_improvement_shows_the_previous_rounds_full_responses(script):
+    ts, _ = paradigm_run(script, "collective_refinement", rounds=3)
+    assert seen_markers(find(ts, "Agent 2", 1)) == set()  # round 1: independent
+    for rnd in (2, 3):  # MALLM: the previous round's full responses, the agent's own included
+        text = user_text(find(ts, "Agent 2", rnd))
+        assert seen_markers(find(ts, "Agent 2", rnd)) == {f"UNIQUE-Agent{i}-R{rnd - 1}" for i in (1, 2, 3)}
+        assert f"[Agent 1]: UNIQUE-Agent1-R{rnd - 1}\nFinal answer: Paris" in text
+
+
+@pytest.mark.parametrize("protocol", ["majority_consensus", "supermajority_consensus", "unanimity_consensus"])
+def test_collective_improvement_is_refused_with_consensus_protocols(script, protocol):
+    model, _ = script(["x"])
+    with pytest.raises(ConfigError) as refused:
+        make_config(model, paradigm="collective_refinement", protocol=protocol)
+    assert refused.value.field == "protocol" and "voting protocols" in refused.value.message
 
 
 def test_one_by_one_uses_chat_history(script):
@@ -422,9 +432,7 @@ def test_simultaneous_prompts_present_the_previous_round_in_the_rounds_order(scr
     assert finished[-1] == "Agent 1"  # it really did finish last
     for viewer in ("Agent 1", "Agent 2", "Agent 3"):
         text = user_text(find(turns(events, "discussion"), viewer, 2))
-        marks = ["Agent1", "Agent2", "Agent3"] if paradigm == "simultaneous" else ["P1", "P2", "P3"]
-        positions = [text.index(f"UNIQUE-{m}-R1" if paradigm == "simultaneous" else f"proposed: {m}")
-                     for m in marks]
+        positions = [text.index(f"UNIQUE-Agent{i}-R1") for i in (1, 2, 3)]
         assert positions == sorted(positions), (viewer, positions)
 
 

@@ -63,11 +63,13 @@ def test_a_hundred_debates_under_twenty_percent_faults_end_cleanly(script, tmp_p
         model, s = script(lambda m, info, p=PROTOCOLS[n % len(PROTOCOLS)]: reply(
             m, {**info, "metadata": {**info["metadata"], "protocol": p}}),
             faults=faults, retry_after_ms=RETRY_AFTER_MS)
-        protocol = PROTOCOLS[n % len(PROTOCOLS)]
+        protocol, paradigm = PROTOCOLS[n % len(PROTOCOLS)], PARADIGMS[n % len(PARADIGMS)]
+        if paradigm == "collective_refinement" and protocol.endswith("consensus"):
+            paradigm = "simultaneous"  # CI works with voting protocols only (seed 000 §5)
         config = DebateConfig.from_dict({
             "question": f"Question {n}: what is the capital of France?",
             "agents": [{"label": f"Agent {i + 1}", "model": model} for i in range(3)],
-            "protocol": protocol, "paradigm": PARADIGMS[n % len(PARADIGMS)], "rounds": 1, "max_rounds": 2,
+            "protocol": protocol, "paradigm": paradigm, "rounds": 1, "max_rounds": 2,
             "judge_model": model if protocol == "judge" else None, "retry_attempts": ATTEMPTS,
             "retry_base_delay": 0.001, "retry_max_wait_s": 5, "seed": n})
         engine = DebateEngine(config, store=store.path)
