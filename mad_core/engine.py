@@ -381,16 +381,23 @@ class DebateEngine:
             self._emit(ErrorOccurred(self._failure))
         return None
 
-    def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
-        cfg = self.cfg
-        # By seq: the order each turn was planned in, i.e. the round's order (seed 003), never the
-        # order in which calls of one simultaneous step happened to finish.
+    def _seen(self, agent: str, rnd: int) -> list[Turn]:
+        """The discussion turns `agent` sees when it speaks in round `rnd` (paradigm, memory window).
+
+        In seq order: the order each turn was planned in, i.e. the round's order (seed 003), never
+        the order in which the calls of one simultaneous step happened to finish."""
         history = sorted((t for t in self.turns if t.kind in DISCUSSION_KINDS and t.status == "ok"),
                          key=lambda t: t.seq)
-        seen = [] if kind == "draft" else self.paradigm.visible(agent, rnd, history, self.order)
-        if cfg.memory_window is not None:
-            seen = [t for t in seen if t.round >= rnd - cfg.memory_window]
-        formats = [*self.protocol.turn_instructions(agent, bool(seen)), prompts.FINAL_ANSWER_FORMAT]
+        seen = self.paradigm.visible(agent, rnd, history, self.order)
+        if self.cfg.memory_window is not None:
+            seen = [t for t in seen if t.round >= rnd - self.cfg.memory_window]
+        return seen
+
+    def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
+        cfg = self.cfg
+        seen = [] if kind == "draft" else self._seen(agent, rnd)
+        formats = [*self.protocol.turn_instructions(agent, bool(seen)),
+                   *([prompts.FINAL_ANSWER_FORMAT] if self.generator.shares_answers else [])]
         if cfg.confidence:
             formats.append(prompts.CONFIDENCE_FORMAT)
         system = prompts.system_prompt(agent, len(cfg.agents), self.personas.get(agent, ""), self.tit_for_tat,
@@ -496,7 +503,7 @@ class DebateEngine:
         turn.latency_s, turn.first_token_s, turn.attempts = result.latency_s, result.first_token_s, result.attempts
         turn.finished_at = time.time()
         if turn.kind in DISCUSSION_KINDS and turn.content:
-            turn.answer = final_answer(turn.content)
+            turn.answer = final_answer(turn.content) if self.generator.shares_answers else None
             turn.agreement = parse_agreement(turn.content)
             turn.confidence = parse_confidence(turn.content) if self.cfg.confidence else None
         return turn
@@ -531,7 +538,10 @@ class DebateEngine:
         if self._last_solutions and self._last_solutions[0] == self.round:
             return self._last_solutions[1], self._last_solutions[2]
         agents, drafts = self.latest_drafts()
-        if self.cfg.extract_final_answers:
+        if not self.generator.shares_answers:  # each agent forms its own solution now
+            requests = [(a, "extraction", self._own_solution_messages(a), None) for a in agents]
+            pairs = [(t.agent, final_answer(t.content)) for t in self.ask_many(requests)]
+        elif self.cfg.extract_final_answers:
             requests = [(a, "extraction", self._extraction_messages(a, d), None) for a, d in zip(agents, drafts)]
             turns = self.ask_many(requests)
             pairs = [(t.agent, t.content.strip() or final_answer(d)) for t, d in zip(turns, drafts)]
@@ -540,6 +550,11 @@ class DebateEngine:
         agents, solutions = [a for a, _ in pairs], [s for _, s in pairs]
         self._last_solutions = (self.round, agents, solutions)
         return agents, solutions
+
+    def _own_solution_messages(self, agent: str) -> list[dict[str, str]]:
+        seen = self._seen(agent, self.round + 1)  # all the discussion this agent can see
+        return prompts.own_solution_prompt(self._plain_system(agent), self.cfg.question, self.cfg.task,
+                                           [self._render(t, agent) for t in seen])
 
     def extract_answer(self, agent: str, text: str, intro: str | None = None) -> str:
         """`agent`'s final solution in `text`: its own last reply, or (with `intro`) other messages."""

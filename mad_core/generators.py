@@ -16,7 +16,12 @@ def label_turn(turn: Turn, text: str) -> str:
 
 
 class ResponseGenerator:
-    """Base: neutral instruction, others' turns shown in full."""
+    """Base: neutral instruction, others' turns shown in full.
+
+    `shares_answers` False means agents discuss without stating answers: they are not asked for
+    a final-answer line, and each forms its own solution once the discussion is over."""
+
+    shares_answers = True
 
     instruction = ("Answer the question. If others have spoken, take their points into account, say briefly "
                    "where you agree or disagree, and improve the solution where you can.")
@@ -43,10 +48,12 @@ class Critical(ResponseGenerator):
 
 @register("response_generator", "reasoning")
 class Reasoning(ResponseGenerator):
-    """Agents share only their reasoning; final answers stay private to their author."""
+    """Seed 000 §3.2: agents exchange reasoning paths only, never final solutions, so that they
+    are not drawn to agree with one another's answers; each forms its own solution at the end."""
 
-    instruction = ("Explain your reasoning step by step. Other participants will see your reasoning but not "
-                   "your final answer line, so make the reasoning itself useful to them.")
+    shares_answers = False
+    instruction = ("Share your reasoning step by step, but do not state a final answer or conclusion: the others "
+                   "see everything you write, and everyone decides on their own solution only at the end.")
 
     def render(self, turn: Turn, viewer: str, confidence_visible: bool) -> str:
         shown = super().render(turn, viewer, confidence_visible)

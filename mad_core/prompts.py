@@ -74,6 +74,14 @@ def turn_prompt(system: str, question: str, task: str, seen: list[str], moderato
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
+def own_solution_prompt(system: str, question: str, task: str, seen: list[str]) -> list[dict[str, str]]:
+    """Seed 000 §3.2 (reasoning generator): after a discussion of reasoning only, each agent's own solution."""
+    user = (f"{task_block(question, task)}\n\n{discussion_block(seen)}\n\n"
+            "The discussion is over. Taking the reasoning above into account, give your own solution. "
+            f"{FINAL_ANSWER_FORMAT}")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def extraction_prompt(system: str, question: str, task: str, previous: str,
                       intro: str = "Your last reply was:") -> list[dict[str, str]]:
     """Seed 000 E.1: pull the bare final solution out of an agent's last reply (or the latest messages)."""

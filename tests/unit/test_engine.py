@@ -313,6 +313,28 @@ def test_reasoning_generator_hides_others_final_answers(script):
     assert "UNIQUE-Agent1" in text and "SECRET-1" not in text and "SECRET-2" not in text
 
 
+def test_reasoning_generator_shares_reasoning_only_and_each_agent_solves_at_the_end(script):
+    """Seed 000 §3.2: no final answers during the discussion; each agent's own solution at the end."""
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "vote":
+            return "1"
+        if meta["kind"] == "extraction":
+            return f"Final answer: OWN-{meta['agent'][-1]}"
+        return f"Because of {said(meta['agent'])}-R{meta['round']}."
+    model, s = script(reply)
+    events, _ = run(make_config(model, response_generator="reasoning", rounds=2, max_rounds=2))
+    discussion = turns(events, "discussion")
+    assert all("Final answer" not in user_text(t) for t in discussion)  # never asked for an answer
+    assert all(t.answer is None for t in discussion)
+    solving = turns(events, "extraction")
+    assert sorted(t.agent for t in solving) == ["Agent 1", "Agent 2", "Agent 3"] and len(s.history) == 6 + 3 + 3
+    text = user_text(find(solving, "Agent 3", 2))
+    assert "The discussion is over" in text and "UNIQUE-Agent1-R2" in text and "UNIQUE-Agent3-R2" in text
+    decision = of(events, DecisionReached)[0]
+    assert decision.solutions == ["OWN-1", "OWN-2", "OWN-3"] and decision.answer == "OWN-1"
+
+
 def test_confidence_visibility_switch(script):
     model, _ = script(speaker(lambda meta: f"{said(meta['agent'])}\nConfidence: 7/10\nFinal answer: Paris"))
     for visible in (True, False):
