@@ -160,3 +160,8 @@ class TwoSided(Paradigm):
             raise ConfigError("agents", f"two_sided needs exactly 2 debaters (affirmative, negative), got {len(cfg.agents)}")
         if cfg.protocol != "judge":
             raise ConfigError("protocol", f"two_sided debates are decided by a judge: set protocol to 'judge', not {cfg.protocol!r}")
+        if not cfg.judge_model and len({agent.model for agent in cfg.agents}) > 1:
+            # Seed 002 warns that a judge favours its own model family: with debaters of two
+            # models, which one judges must be a choice, not a default.
+            raise ConfigError("judge_model", "the debaters use different models: name the judge's model "
+                                             "(a judge favours its own model family, seed 002)")

@@ -79,11 +79,13 @@ def roles():
 # Hypothesis profile for the property tests (tests/unit/test_parsers_fuzz.py and others):
 # 1,000 examples a property, no per-example deadline (CI machines vary). Choose another
 # with HYPOTHESIS_PROFILE. function_scoped_fixture: the autouse `madlab_home` above is
-# function-scoped and harmless to share between the examples of one test.
+# function-scoped and harmless to share between the examples of one test. No example database:
+# an example saved from an earlier version of a fixture cannot be replayed against a new one.
 settings.register_profile(
     "madlab",
     max_examples=1000,
     deadline=None,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "madlab"))

@@ -306,14 +306,19 @@ class Judge(Protocol):
         return 1 if cfg.judge_adaptive_break else cfg.rounds
 
     def decide(self, eng, forced: bool) -> Outcome:
-        if eng.round < eng.cfg.rounds and not forced:
+        last = eng.round >= eng.cfg.rounds or forced  # `rounds` is the length of a judged debate
+        if eng.cfg.judge_adaptive_break:
+            # Seed 002 (and the MAD code): the discriminative judge is asked after every round, the
+            # last one included; only when it never finds an answer does it extract one.
             verdict, answer, raw = eng.judge_break()
             if verdict:
                 return Outcome(True, "the judge found a correct answer (adaptive break)", answer=answer,
                                winner_agent="judge", details={"judgment": raw, "mode": "discriminative"})
-            return Outcome(False, "the judge wants the debate to go on", details={"judgment": raw})
+            if not last:
+                return Outcome(False, "the judge wants the debate to go on", details={"judgment": raw})
         if eng.judge_extracts:
-            return self._extract(eng, "round limit reached")
+            return self._extract(eng, "no verdict by the last round" if eng.cfg.judge_adaptive_break
+                                 else "round limit reached")
         return self._select(eng)
 
     def fallback(self, eng, last: Outcome | None, why: str) -> Outcome:

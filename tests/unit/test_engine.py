@@ -383,6 +383,47 @@ def test_two_sided_judge_extracts_at_round_limit(script):
     assert decision.answer == "7" and decision.details["mode"] == "extractive"
 
 
+def judge_calls(events) -> list[str]:
+    return ["extract" if "Decision:" not in t.prompt[-1]["content"] else "verdict" for t in turns(events, "judge")]
+
+
+def test_two_sided_judge_is_asked_after_the_last_round_too(script):
+    """Seed 002 / MAD: the discriminative judge is asked after every round, the last included."""
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "judge":
+            return "Decision: YES\nAnswer: 42" if meta["round"] == 2 else "Decision: NO\nAnswer:"
+        return f"{meta['agent']} argues.\nFinal answer: 42"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=2, max_rounds=2))
+    assert judge_calls(events) == ["verdict", "verdict"]  # no extraction: the last verdict decided
+    decision = of(events, DecisionReached)[0]
+    assert (decision.answer, decision.round, decision.details["mode"]) == ("42", 2, "discriminative")
+
+
+def test_two_sided_judge_extracts_only_when_no_verdict_was_reached(script):
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "judge":
+            return "Decision: NO\nAnswer:" if "Decision:" in messages[-1]["content"] else "Final answer: 7"
+        return "argument\nFinal answer: 6"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=3, max_rounds=3))
+    assert judge_calls(events) == ["verdict", "verdict", "verdict", "extract"]
+    assert len(turns(events, "discussion")) == 6
+
+
+def test_two_sided_debaters_of_different_models_must_name_the_judge(script, roles):
+    first, _ = script(roles())
+    second, _ = script(roles())
+    agents = [{"label": "Affirmative", "model": first}, {"label": "Negative", "model": second}]
+    base = {"question": "q?", "agents": agents, "paradigm": "two_sided", "protocol": "judge"}
+    with pytest.raises(ConfigError) as refused:
+        DebateConfig.from_dict(base)
+    assert refused.value.field == "judge_model"
+    assert DebateConfig.from_dict({**base, "judge_model": second}).judge_model == second
+
+
 def test_two_sided_needs_two_agents_and_judge(script, roles):
     model, _ = script(roles())
     with pytest.raises(ConfigError) as err:
