@@ -68,7 +68,7 @@ def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2,
         question=query, agents=agent_cfgs, paradigm="simultaneous", all_agents_drafting=True, rounds=rounds + 1,
         max_rounds=rounds + 1, protocol="judge" if judge is not None else "convergence",
         judge_model=_model_name(judge) if judge is not None else None, judge_adaptive_break=False,
-        extract_final_answers=False,
+        extract_final_answers=False, vote_retries=0,  # exactly k*(R+1)+1 calls, whatever the judge replies
     )
     settings.update(options)
     config = DebateConfig.from_dict(settings)
@@ -85,8 +85,10 @@ def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2,
         elif isinstance(event, DecisionReached):
             decision = event
     judgment = ""
-    if decision is not None:
-        judgment = decision.details.get("judgment") or f"{decision.fallback or ''} scores={decision.scores}".strip()
+    if decision is not None:  # the judge's verbatim verdict, with the fallback said when one was used
+        notes = [decision.details.get("judgment") or "", decision.fallback or "",
+                 "" if decision.details.get("judgment") else f"scores={decision.scores}"]
+        judgment = "\n".join(note for note in notes if note)
     final = decision.answer if decision else ""
     last = drafts.get(max(drafts), {}) if drafts else {}
     if decision is not None and decision.winner_agent in last:

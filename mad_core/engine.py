@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import queue
 import random
+import re
 import sys
 import threading
 import time
@@ -614,18 +615,20 @@ class DebateEngine:
         turn = self.ask("judge", "judge", messages, self._judge_model())
         return final_answer(turn.content) if turn.content else "", turn.content
 
-    def judge_select(self, solutions: list[str]) -> tuple[Ballot, str]:
-        messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, solutions, len(self.cfg.agents))
+    def judge_select(self, agents: list[str], drafts: list[str]) -> tuple[Ballot, str]:
+        """The judge names the best draft by its agent's label (or its number); re-asked `vote_retries` times."""
+        messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, agents, drafts, len(self.cfg.agents))
         ballot, raw = Ballot(None, False, "the judge did not answer"), ""
         for attempt in range(1, self.cfg.vote_retries + 2):
             turn = self.ask("judge", "judge", messages, self._judge_model())
             raw = turn.content
-            ballot = parse_ballot("judge", raw, len(solutions)) if turn.status == "ok" else \
+            ballot = read_label_choice(raw, agents) if turn.status == "ok" else \
                 Ballot(None, False, f"the judge call {turn.status}: {turn.error}")
             self._emit(VoteCast(self.round, "judge", "judge", raw, ballot.value, ballot.valid, ballot.reason, attempt))
-            if ballot.valid or self.controller.stopped:
+            if ballot.valid or self.controller.stopped or attempt > self.cfg.vote_retries:
                 break
-            messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, solutions, len(self.cfg.agents))
+            messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, agents, drafts,
+                                                   len(self.cfg.agents))
             messages[-1]["content"] += (f"\n\nYour previous reply could not be counted ({ballot.reason}). "
                                         "Answer again in exactly the format asked.")
         return ballot, raw
@@ -675,6 +678,22 @@ class DebateEngine:
     def _push(self, event: Event) -> None:
         """Hand a transient event (tokens, turn start, retry) to the consumer from any thread."""
         self._events.put(event)
+
+
+def read_label_choice(text: str, labels: list[str]) -> Ballot:
+    """The judge's choice: the one agent label its reply names, else a solution number. Never raises."""
+    try:
+        head = (text or "")[:2000]
+        named = [i for i, label in enumerate(labels)
+                 if re.search(rf"(?<![\w]){re.escape(label)}(?![\w])", head, re.IGNORECASE)]
+        # "Agent 1" inside "Agent 12" is excluded by the word boundaries; several names are ambiguous.
+        if len(named) == 1:
+            return Ballot(named[0], True)
+        if len(named) > 1:
+            return Ballot(None, False, f"the reply names several participants ({', '.join(labels[i] for i in named)})")
+        return parse_ballot("judge", text, len(labels))
+    except Exception as exc:  # noqa: BLE001 - model text never raises
+        return Ballot(None, False, f"unreadable reply ({type(exc).__name__})")
 
 
 def call_seed(seed: int | None, turn: Turn) -> int | None:

@@ -153,11 +153,14 @@ def judge_extract_prompt(question: str, task: str, transcript: list[str], n_deba
     return _judge_messages(n_debaters, user)
 
 
-def judge_select_prompt(question: str, task: str, solutions: list[str], n_debaters: int) -> list[dict[str, str]]:
-    """The judge picks the best of the agents' final answers (seed 004, and seed 000's judge-like choice)."""
+def judge_select_prompt(question: str, task: str, agents: list[str], drafts: list[str],
+                        n_debaters: int) -> list[dict[str, str]]:
+    """Seed 004: the judge reads every participant's final draft, under its label, and names the winner."""
+    shown = "\n\n".join(f"[{agent}]:\n{draft.strip()}" for agent, draft in zip(agents, drafts))
     user = (
-        f"{task_block(question, task)}\n\nThe participants' final answers are:\n{solutions_block(solutions)}\n\n"
-        + VOTE_INSTRUCTIONS["judge"]
+        f"{task_block(question, task)}\n\nThe participants' final drafts are:\n\n{shown}\n\n"
+        f"Pick the participant whose draft answers the question best. Reply with its label only "
+        f"(one of: {', '.join(agents)})."
     )
     return _judge_messages(n_debaters, user)
 

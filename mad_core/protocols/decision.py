@@ -81,8 +81,8 @@ class DecisionContext(Interface):
     def judge_extract(self) -> tuple[str, str]:
         """(the judge's own answer from the whole debate, its raw reply)."""
 
-    def judge_select(self, solutions: list[str]) -> tuple[Ballot, str]:
-        """(the judge's choice among `solutions`, its raw reply)."""
+    def judge_select(self, agents: list[str], drafts: list[str]) -> tuple[Ballot, str]:
+        """(the judge's choice among the agents' final drafts, by label, as a 0-based index; its raw reply)."""
 
 
 def first_agent_fallback(last: Outcome | None, eng, why: str) -> Outcome:
@@ -334,14 +334,24 @@ class Judge(Protocol):
 
     @staticmethod
     def _select(eng) -> Outcome:
+        """Seed 004: the judge reads the final drafts under their labels and names the winner.
+
+        An unreadable choice falls back to the convergence winner (seed 004's rule without a
+        judge), and the outcome says so."""
         agents, solutions = eng.solutions()
-        if not solutions:
+        drafters, drafts = eng.latest_drafts()
+        if not solutions or not drafts:
             return Outcome(False, "no solutions to judge")
-        ballot, raw = eng.judge_select(solutions)
-        scores = [0.0] * len(solutions)
-        base = dict(solutions=solutions, solution_agents=agents, details={"judgment": raw, "mode": "selection"})
-        if not ballot.valid:
-            return first_agent_fallback(Outcome(False, "", **base), eng, f"the judge's choice was invalid ({ballot.reason})")
-        scores[ballot.value] = 1.0
-        return Outcome(True, f"the judge chose solution {ballot.value + 1}", answer=solutions[ballot.value],
-                       winner_agent=agents[ballot.value], winner_index=ballot.value, scores=scores, **base)
+        ballot, raw = eng.judge_select(drafters, drafts)
+        details = {"judgment": raw, "mode": "selection"}
+        if ballot.valid:
+            winner, reason, fallback = drafters[ballot.value], f"the judge chose {drafters[ballot.value]}", None
+        else:
+            index, _ = convergence_winner(drafts)
+            winner, reason = drafters[index], "the judge's choice could not be read"
+            fallback = f"the judge's choice could not be read ({ballot.reason}); the convergence winner is used"
+        index = agents.index(winner) if winner in agents else 0
+        scores = [1.0 if a == winner else 0.0 for a in agents]
+        return Outcome(True, reason, answer=solutions[index], winner_agent=agents[index], winner_index=index,
+                       scores=scores, solutions=solutions, solution_agents=agents, fallback=fallback,
+                       details=details)

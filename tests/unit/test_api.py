@@ -69,3 +69,26 @@ def test_wrong_number_of_personas_is_a_config_error(script, roles):
     with pytest.raises(mad_core.ConfigError) as err:
         mad_core.debate("q?", agents=model, personas=["only one"])
     assert err.value.field == "personas"
+
+
+def test_the_judge_reads_labelled_drafts_and_names_the_winner_by_label():
+    agent = Counter(lambda messages, n: f"Draft {n} of my reasoning.\nFinal answer: {n}")
+    judge = Counter(lambda messages, n: "CLAUDE has the best draft.")
+    result = mad_core.debate("q?", agents=[("OPENAI", agent), ("CLAUDE", agent)], rounds=1, judge=judge)
+    shown = judge.calls[0][-1]["content"]
+    last = result.rounds[-1].drafts
+    assert f"[OPENAI]:\n{last['OPENAI']}" in shown and f"[CLAUDE]:\n{last['CLAUDE']}" in shown  # whole drafts
+    assert "one of: OPENAI, CLAUDE" in shown
+    assert result.winner_label == "CLAUDE" and result.final == last["CLAUDE"]
+    assert result.judgment == "CLAUDE has the best draft."
+
+
+@pytest.mark.parametrize("verdict", ["I cannot decide.", "Both OPENAI and CLAUDE are good.", "Solution 9"])
+def test_an_unreadable_verdict_costs_no_extra_call_and_falls_back_to_the_convergence_winner(verdict):
+    drafts = {"A": "the answer is forty two", "B": "the answer is forty two indeed", "C": "bananas are yellow"}
+    agent = Counter(lambda messages, n: drafts[messages[0]["content"].split(",")[0].removeprefix("You are ")])
+    judge = Counter(lambda messages, n: verdict)
+    result = mad_core.debate("q?", agents=[(label, agent) for label in drafts], rounds=2, judge=judge)
+    assert len(agent.calls) + len(judge.calls) == 3 * (2 + 1) + 1  # whatever the judge replied
+    assert result.winner_label in ("A", "B")  # the most similar drafts: the convergence winner
+    assert "convergence winner is used" in result.judgment
