@@ -102,6 +102,8 @@ class DebateConfig:
     debate_subrounds: int = 2  # exchanges between moderator turns in the `debate` paradigm
     auto_personas: bool = False  # generate task-relevant expert personas (seed 000)
     persona_model: str | None = None  # model for persona generation (default: first agent's)
+    summarizer_model: str | None = None  # simultaneous_summarizer paradigm (seed 003 App.; default: first agent's)
+    connectivity: Any = "full"  # who sees whom (seed 003): "full", "ring", or {agent: [agents it sees]}
     seed: int | None = None  # orderings, scripted model and backends that accept one
     max_concurrency: int = 4  # agents called at once when they speak in the same step
     retry_attempts: int = 3  # attempts per model call on transient failures
@@ -160,7 +162,8 @@ class DebateConfig:
                 _check_number(name, getattr(self, name), low, high)
         for name in FLAG_SETTINGS:
             _check_type(name, getattr(self, name), bool)
-        for name in ("judge_model", "persona_model"):
+        _check_connectivity(self.connectivity, [a.label for a in self.agents])
+        for name in ("judge_model", "persona_model", "summarizer_model"):
             if getattr(self, name) is not None:
                 check_model(name, getattr(self, name))
         if self.reference is not None:
@@ -195,6 +198,25 @@ class DebateConfig:
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(DebateConfig))
 _AGENT_SETTINGS = frozenset(f.name for f in dataclasses.fields(AgentConfig))
+
+
+CONNECTIVITY_NAMES = ("full", "ring")
+
+
+def _check_connectivity(value: Any, labels: list[str]) -> None:
+    """"full", "ring", or a mapping from each agent label to the labels it sees."""
+    if isinstance(value, str):
+        if value not in CONNECTIVITY_NAMES:
+            raise ConfigError("connectivity", f"expected one of {', '.join(CONNECTIVITY_NAMES)} or a mapping "
+                                              f"agent -> agents it sees, got {short_repr(value)}")
+        return
+    if not isinstance(value, dict):
+        raise ConfigError("connectivity", f"expected a name or a mapping, got {short_repr(value)}")
+    for viewer, seen in value.items():
+        if viewer not in labels:
+            raise ConfigError("connectivity", f"{short_repr(viewer)} is not an agent; agents: {', '.join(labels)}")
+        if not isinstance(seen, list) or any(s not in labels for s in seen):
+            raise ConfigError(f"connectivity.{viewer}", f"expected a list of agent labels, got {short_repr(seen)}")
 
 
 def default_agents(n: int, model: str = DEFAULT_MODEL) -> list[AgentConfig]:

@@ -43,11 +43,13 @@ from .config import ConfigError, DebateConfig
 from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
+from .paradigms import visible_authors
 from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
 from .store import HEARTBEATS, ClaimLost, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
+SEEN_KINDS = (*DISCUSSION_KINDS, "summary")  # turns an agent may be shown
 
 
 class Controller:
@@ -380,15 +382,26 @@ class DebateEngine:
             causes = "; ".join(dict.fromkeys(f"{t.agent}: {t.error or 'no detail'}" for t in finished))
             self._failure = f"every turn of round {rnd} failed ({causes})"
             self._emit(ErrorOccurred(self._failure))
+        elif self.paradigm.summarizes and not self._halted():
+            self._summarize()
         return None
+
+    def _summarize(self) -> None:
+        """The summarizer condenses everything said so far (simultaneous talk with a summarizer)."""
+        said = [self._render(t, "summarizer") for t in sorted(self.turns, key=lambda t: t.seq)
+                if t.kind in SEEN_KINDS and t.status == "ok"]
+        self.ask("summarizer", "summary", prompts.summary_prompt(self.cfg.question, self.cfg.task, said),
+                 self.cfg.summarizer_model or self.cfg.agents[0].model)
 
     def _seen(self, agent: str, rnd: int) -> list[Turn]:
         """The discussion turns `agent` sees when it speaks in round `rnd` (paradigm, memory window).
 
         In seq order: the order each turn was planned in, i.e. the round's order (seed 003), never
         the order in which the calls of one simultaneous step happened to finish."""
-        history = sorted((t for t in self.turns if t.kind in DISCUSSION_KINDS and t.status == "ok"),
-                         key=lambda t: t.seq)
+        history = sorted((t for t in self.turns if t.kind in SEEN_KINDS and t.status == "ok"), key=lambda t: t.seq)
+        authors = visible_authors(self.cfg, agent)
+        if authors is not None:  # sparse connectivity: only the neighbours' turns (and summaries)
+            history = [t for t in history if t.agent in authors or t.kind == "summary"]
         seen = self.paradigm.visible(agent, rnd, history, self.order)
         if self.cfg.memory_window is not None:
             seen = [t for t in seen if t.round >= rnd - self.cfg.memory_window]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Turn kinds: what a model call was for.
-TURN_KINDS = ("persona", "draft", "discussion", "moderator", "extraction", "vote", "judge", "challenge")
+TURN_KINDS = ("persona", "draft", "discussion", "moderator", "extraction", "vote", "judge", "challenge", "summary")
 DISCUSSION_KINDS = ("draft", "discussion")  # turns that are part of the discussion itself
 # Statuses of a turn and of a debate.
 TURN_STATUSES = ("ok", "failed", "interrupted")

@@ -25,6 +25,7 @@ class Paradigm:
     chat_history = False  # show history as alternating chat messages instead of one block
     default_tit_for_tat: int | None = None
     judge_extracts = False  # a judge states the answer itself at the end (else it selects one)
+    summarizes = False  # a summarizer condenses the discussion after every round
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
@@ -117,6 +118,32 @@ class Simultaneous(Paradigm):
 
     def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
         return [t for t in history if t.round < rnd]
+
+
+@register("paradigm", "simultaneous_summarizer")
+class SimultaneousWithSummarizer(Simultaneous):
+    """Simultaneous talk with a summarizer (ChatEval, seed 003 Appendix): everyone answers at once;
+    after every round another model summarizes the messages so far, and that summary is what each
+    agent sees of the others, beside its own earlier replies."""
+
+    summarizes = True
+
+    def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
+        return [t for t in history if t.round < rnd and (t.agent == agent or t.kind == "summary")]
+
+
+def visible_authors(cfg, agent: str) -> set[str] | None:
+    """The agents whose turns `agent` may see (seed 003's connectivity); None means everyone.
+
+    "ring": each agent sees its two neighbours in the configured order (one with two agents);
+    a mapping names them explicitly. An agent always sees its own turns."""
+    if cfg.connectivity == "full":
+        return None
+    labels = [a.label for a in cfg.agents]
+    if cfg.connectivity == "ring":
+        at = labels.index(agent)
+        return {agent, labels[at - 1], labels[(at + 1) % len(labels)]}
+    return {agent, *cfg.connectivity.get(agent, [])}
 
 
 @register("paradigm", "collective_refinement")

@@ -74,6 +74,15 @@ def turn_prompt(system: str, question: str, task: str, seen: list[str], moderato
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
+def summary_prompt(question: str, task: str, seen: list[str]) -> list[dict[str, str]]:
+    """Seed 003 App. (ChatEval's summarizer): condense the discussion so far for every participant."""
+    system = "You summarize a discussion between several participants for all of them, impartially."
+    user = (f"{task_block(question, task)}\n\n{discussion_block(seen)}\n\n"
+            "Summarize the discussion so far: each position taken, who holds it, and the main arguments "
+            "for and against. Do not add a solution of your own.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def own_solution_prompt(system: str, question: str, task: str, seen: list[str]) -> list[dict[str, str]]:
     """Seed 000 §3.2 (reasoning generator): after a discussion of reasoning only, each agent's own solution."""
     user = (f"{task_block(question, task)}\n\n{discussion_block(seen)}\n\n"

@@ -289,6 +289,52 @@ def test_collective_improvement_is_refused_with_consensus_protocols(script, prot
     assert refused.value.field == "protocol" and "voting protocols" in refused.value.message
 
 
+def test_simultaneous_talk_with_a_summarizer(script):
+    """Seed 003 App. (ChatEval): after every round a summarizer condenses the messages so far; each
+    agent then sees the summary and its own replies, not the others' replies."""
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] in ("vote", "extraction"):
+            return "1"
+        if meta["kind"] == "summary":
+            return f"SUMMARY-R{meta['round']}"
+        return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: Paris"
+    model, s = script(reply)
+    events, _ = run(make_config(model, paradigm="simultaneous_summarizer", rounds=2, max_rounds=2))
+    summaries = turns(events, "summary")
+    assert [(t.agent, t.round) for t in summaries] == [("summarizer", 1), ("summarizer", 2)]
+    first = user_text(summaries[0])
+    assert all(f"UNIQUE-Agent{i}-R1" in first for i in (1, 2, 3))  # it read every message
+    second_round = find(turns(events, "discussion"), "Agent 2", 2)
+    assert seen_markers(second_round) == {"UNIQUE-Agent2-R1"} and "SUMMARY-R1" in user_text(second_round)
+    assert len(s.history) == 3 * 2 + 2 + 3 + 3  # agents, one summary a round, extractions, votes
+
+
+@pytest.mark.parametrize("connectivity, sees", [
+    ("ring", {"Agent 1": {2, 4}, "Agent 2": {1, 3}, "Agent 3": {2, 4}, "Agent 4": {1, 3}}),
+    ({"Agent 1": ["Agent 3"], "Agent 2": [], "Agent 3": [], "Agent 4": ["Agent 1", "Agent 2"]},
+     {"Agent 1": {3}, "Agent 2": set(), "Agent 3": set(), "Agent 4": {1, 2}}),
+])
+def test_sparse_connectivity_limits_who_sees_whom(script, connectivity, sees):
+    model, _ = script(speaker(lambda meta: f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: Paris"))
+    events, _ = run(make_config(model, n=4, paradigm="simultaneous", rounds=2, max_rounds=2,
+                                connectivity=connectivity))
+    for viewer, others in sees.items():
+        text = user_text(find(turns(events, "discussion"), viewer, 2))
+        shown = {i for i in range(1, 5) if f"UNIQUE-Agent{i}-R1" in text}
+        assert shown == others | {int(viewer[-1])}, viewer  # its own earlier reply, and its neighbours'
+
+
+def test_connectivity_must_name_agents(script):
+    model, _ = script(["x"])
+    with pytest.raises(ConfigError) as refused:
+        make_config(model, connectivity={"Agent 9": []})
+    assert refused.value.field == "connectivity"
+    with pytest.raises(ConfigError) as refused:
+        make_config(model, connectivity="star")
+    assert refused.value.field == "connectivity"
+
+
 def test_one_by_one_uses_chat_history(script):
     ts, _ = paradigm_run(script, "one_by_one", rounds=2)
     prompt = find(ts, "Agent 1", 2).prompt
