@@ -24,7 +24,7 @@ from mad_core.personas import generate_personas as generate_personas_for
 from .common import DEBATE_ID, FORK_REQUEST, ROOT, id8, open_store, owner_id
 
 PRESET_DIR = ROOT / "assets" / "presets"
-MAX_AGENTS = 8
+MAX_AGENTS = 12  # seed 003 runs 10 agents
 FORM_ERROR = "form_error"  # session key: (widget key, message) of the last ConfigError
 PERSONA_ERROR = "persona_error"
 FORM_EXTRA = "form_extra"  # config fields a preset or fork set that the form does not show
