@@ -46,7 +46,7 @@ from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateSt
 from .paradigms import visible_authors
 from .personas import generate_personas
 from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
-from .store import HEARTBEATS, ClaimLost, ResumeClaim, clean_text, new_owner
+from .store import HEARTBEATS, ClaimLost, DebateRecorder, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
 SEEN_KINDS = (*DISCUSSION_KINDS, "summary")  # turns an agent may be shown
@@ -181,8 +181,9 @@ class DebateEngine:
         self.owner = claim.owner if claim is not None else new_owner()
         self._new_ok_turns = 0  # turns that succeeded in this run (not reused)
         self._failure: str | None = None  # why the debate failed, in words
-        self._store_path = getattr(store, "path", store)
-        self._store = None
+        path = getattr(store, "path", store)
+        # The store listens to the debate's events (written before the consumer sees them).
+        self.recorder = DebateRecorder(path, self.debate_id, self.owner, claim) if path is not None else None
         self.paradigm = registry.get("paradigm", config.paradigm)(config)
         self.generator = registry.get("response_generator", config.response_generator)()
         self.protocol = registry.get("protocol", config.protocol)()
@@ -230,10 +231,8 @@ class DebateEngine:
     # ===== the debate ======================================================================
     def _work(self) -> None:
         try:
-            if self._store_path is not None:
-                from .store import Store
-
-                self._store = Store(self._store_path, owner=self.owner)
+            if self.recorder is not None:
+                self.recorder.open()
             self._debate()
         except Exception as exc:  # an engine bug or a broken store: end visibly, keep what is on disk
             if _interpreter_exiting():
@@ -241,7 +240,8 @@ class DebateEngine:
             self._fail_visibly(exc)
         finally:
             self._pool.shutdown(wait=True)
-            self._end_claim()
+            if self.recorder is not None:
+                self.recorder.end(failed=self.status == "failed", progressed=self._new_ok_turns > 0)
             self._events.put(_DONE)
 
     def _fail_visibly(self, exc: Exception) -> None:
@@ -253,37 +253,18 @@ class DebateEngine:
             reason = f"the database could not be written ({type(exc).__name__}: {exc})"
         else:
             reason = f"{type(exc).__name__}: {exc}"
-        writable = self._store is not None and not isinstance(exc, ClaimLost)
-        for event in (ErrorOccurred(reason), DebateFinished("failed", None, reason=reason)):
-            if writable:
-                try:
-                    self._store.record(event, self.debate_id)
-                except Exception:  # noqa: BLE001 - the consumer still hears it; the claim expires
-                    writable = False
+        events = [ErrorOccurred(reason), DebateFinished("failed", None, reason=reason)]
+        if self.recorder is not None:
+            self.recorder.record_failure(events, claim_lost=isinstance(exc, ClaimLost))
+        for event in events:
             self._events.put(event)
-
-    def _end_claim(self) -> None:
-        """Stop beating for this debate and let go of it (a resume that got nowhere is undone)."""
-        if self._store_path is None:
-            return
-        HEARTBEATS.remove(self._store_path, self.debate_id)
-        if self._store is None:
-            return
-        try:
-            if self.claim is not None and self.status == "failed" and self._new_ok_turns == 0:
-                self._store.undo_resume(self.claim)
-            self._store.release(self.debate_id, self.owner)
-        except Exception:  # noqa: BLE001 - an unreleased claim expires on its own
-            pass
 
     def _debate(self) -> None:
         cfg = self.cfg
         started = time.time()
-        if self._store is not None and not self.resumed:
-            self._store.create_debate(self.debate_id, cfg.to_dict(), parent_id=self.parent_id,
-                                      forked_from_seq=self.forked_from_seq, created_at=started)
-        if self._store is not None:
-            HEARTBEATS.add(self._store_path, self.debate_id, self.owner)
+        if self.recorder is not None:
+            self.recorder.begin(cfg.to_dict(), parent_id=self.parent_id, forked_from_seq=self.forked_from_seq,
+                                created_at=started, resumed=self.resumed)
         self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=self.resumed, parent_id=self.parent_id,
                                  ts=started))
         if cfg.auto_personas:
@@ -683,9 +664,9 @@ class DebateEngine:
             self._emit(action)
 
     def _emit(self, event: Event) -> None:
-        """Record (worker thread only) and hand to the consumer."""
-        if self._store is not None:
-            self._store.record(event)
+        """Hand to the listeners (the store: worker thread only), then to the consumer."""
+        if self.recorder is not None:
+            self.recorder.record(event)
         self._events.put(event)
 
     def _push(self, event: Event) -> None:
@@ -748,7 +729,7 @@ def prepare_resume(debate_id: str, store: Any, controller: Controller | None = N
     except BaseException:
         store.undo_resume(claim)
         raise
-    HEARTBEATS.add(engine._store_path, debate_id, claim.owner)
+    HEARTBEATS.add(store.path, debate_id, claim.owner)  # until the engine's recorder takes over
     return engine
 
 

@@ -876,6 +876,57 @@ class Store:
         return out.getvalue()
 
 
+# ----- the store as a listener of a running debate -----------------------------------------------
+class DebateRecorder:
+    """The store's side of one running debate: a listener the engine hands every event to.
+
+    It opens its own Store in the engine's thread (`open`), creates the debate (or finds the
+    resumed one) and keeps its claim alive (`begin`), writes each event before the consumer
+    sees it (`record`), and lets go at the end (`end`): a resume that failed before any new turn
+    succeeded is undone, and the claim is released. The engine knows nothing of SQL."""
+
+    def __init__(self, path: str | Path, debate_id: str, owner: str, claim: ResumeClaim | None = None):
+        self.path, self.debate_id, self.owner, self.claim = path, debate_id, owner, claim
+        self.store: Store | None = None
+        self.broken = False  # the database refused a write: nothing more is attempted
+
+    def open(self) -> None:
+        self.store = Store(self.path, owner=self.owner)
+
+    def begin(self, config: dict[str, Any], *, parent_id: str | None, forked_from_seq: int | None,
+              created_at: float, resumed: bool) -> None:
+        if not resumed:
+            self.store.create_debate(self.debate_id, config, parent_id=parent_id, forked_from_seq=forked_from_seq,
+                                     created_at=created_at)
+        HEARTBEATS.add(self.path, self.debate_id, self.owner)
+
+    def record(self, event: Event) -> None:
+        """Write one event (raises what the database raised: the engine then ends the debate)."""
+        self.store.record(event, self.debate_id)
+
+    def record_failure(self, events: list[Event], claim_lost: bool) -> None:
+        """Best effort: the failure's events, unless the claim was lost or the database refuses."""
+        if self.store is None or claim_lost:
+            return
+        try:
+            for event in events:
+                self.store.record(event, self.debate_id)
+        except Exception:  # noqa: BLE001 - the consumer still hears it; the claim expires
+            self.broken = True
+
+    def end(self, failed: bool, progressed: bool) -> None:
+        """Stop beating and let go of the debate (a resume that got nowhere is put back as it was)."""
+        HEARTBEATS.remove(self.path, self.debate_id)
+        if self.store is None:
+            return
+        try:
+            if self.claim is not None and failed and not progressed:
+                self.store.undo_resume(self.claim)
+            self.store.release(self.debate_id, self.owner)
+        except Exception:  # noqa: BLE001 - an unreleased claim expires on its own
+            pass
+
+
 # ----- heartbeats -------------------------------------------------------------------------------
 class _Heartbeats:
     """One daemon thread per process that keeps the claims of this process's debates fresh.
