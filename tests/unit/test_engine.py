@@ -400,40 +400,12 @@ def test_tit_for_tat_level_text_in_prompt(script, roles, level):
     assert all(TIT_FOR_TAT[other] not in system for other in TIT_FOR_TAT if other != level)
 
 
-def test_two_sided_judge_adaptive_break(script):
-    def reply(messages, info):
-        meta = info["metadata"]
-        if meta["kind"] == "judge":
-            return "Decision: YES\nAnswer: 42" if meta["round"] == 2 else "Decision: NO\nAnswer:"
-        return f"{meta['agent']} argues.\nFinal answer: 42"
-    model, _ = script(reply)
-    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", judge_model=model,
-                                rounds=3, max_rounds=3))
-    ts = turns(events, "discussion")
-    assert "affirmative" in ts[0].prompt[0]["content"] and "negative" in ts[1].prompt[0]["content"]
-    assert TIT_FOR_TAT[2] in ts[0].prompt[0]["content"]  # the paper's default level
-    decision = of(events, DecisionReached)[0]
-    assert decision.answer == "42" and decision.details["mode"] == "discriminative"
-    assert max(t.round for t in ts) == 2  # ended before the round limit
-
-
-def test_two_sided_judge_extracts_at_round_limit(script):
-    def reply(messages, info):
-        meta = info["metadata"]
-        if meta["kind"] == "judge":
-            return "Decision: NO\nAnswer:" if "Decision:" in messages[-1]["content"] else "Weighing it all.\nFinal answer: 7"
-        return "argument\nFinal answer: 6"
-    model, _ = script(reply)
-    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=2, max_rounds=2))
-    decision = of(events, DecisionReached)[0]
-    assert decision.answer == "7" and decision.details["mode"] == "extractive"
-
-
 def judge_calls(events) -> list[str]:
     return ["extract" if "Decision:" not in t.prompt[-1]["content"] else "verdict" for t in turns(events, "judge")]
 
 
-def test_two_sided_judge_is_asked_after_the_last_round_too(script):
+@pytest.mark.parametrize("rounds", [3, 2])
+def test_two_sided_judge_breaks_when_it_finds_an_answer_the_last_round_included(script, rounds):
     """Seed 002 / MAD: the discriminative judge is asked after every round, the last included."""
     def reply(messages, info):
         meta = info["metadata"]
@@ -441,10 +413,15 @@ def test_two_sided_judge_is_asked_after_the_last_round_too(script):
             return "Decision: YES\nAnswer: 42" if meta["round"] == 2 else "Decision: NO\nAnswer:"
         return f"{meta['agent']} argues.\nFinal answer: 42"
     model, _ = script(reply)
-    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=2, max_rounds=2))
-    assert judge_calls(events) == ["verdict", "verdict"]  # no extraction: the last verdict decided
+    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", judge_model=model,
+                                rounds=rounds, max_rounds=rounds))
+    ts = turns(events, "discussion")
+    assert "affirmative" in ts[0].prompt[0]["content"] and "negative" in ts[1].prompt[0]["content"]
+    assert TIT_FOR_TAT[2] in ts[0].prompt[0]["content"]  # the paper's default level
+    assert judge_calls(events) == ["verdict", "verdict"]  # no extraction: the round-2 verdict decided
     decision = of(events, DecisionReached)[0]
     assert (decision.answer, decision.round, decision.details["mode"]) == ("42", 2, "discriminative")
+    assert max(t.round for t in ts) == 2
 
 
 def test_two_sided_judge_extracts_only_when_no_verdict_was_reached(script):
@@ -457,6 +434,8 @@ def test_two_sided_judge_extracts_only_when_no_verdict_was_reached(script):
     events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=3, max_rounds=3))
     assert judge_calls(events) == ["verdict", "verdict", "verdict", "extract"]
     assert len(turns(events, "discussion")) == 6
+    decision = of(events, DecisionReached)[0]
+    assert (decision.answer, decision.details["mode"]) == ("7", "extractive")
 
 
 def test_two_sided_debaters_of_different_models_must_name_the_judge(script, roles):
