@@ -3,7 +3,8 @@
 The parsers in mad_core/answers.py and mad_core/protocols/ballots.py promise linear time
 (see their module docstrings). This script times each of them on adversarial replies of
 many shapes (random text, digits only, "1:1,1:1,...", "{{{{...", "Solution 1 Solution 2 ...",
-unclosed <think> blocks, labels followed by long runs of spaces, ...) and fails when the
+unclosed <think> blocks, labels followed by long runs of spaces, single-quoted dictionaries
+that never close, nested \\boxed{...}, numbers of 100,000 digits, ...) and fails when the
 slowest call takes 50 ms or more, or when any call raises.
 
     .venv/bin/python bench/parsers.py                 # 100,000 characters, 50 ms limit
@@ -24,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mad_core import answers  # noqa: E402
-from mad_core.protocols.ballots import parse_ballot, parse_judge_verdict  # noqa: E402
+from mad_core.protocols.ballots import parse_ballot, parse_judge_verdict, read_judge_verdict  # noqa: E402
 
 PROTOCOLS = ("simple_voting", "approval_voting", "ranked_voting", "cumulative_voting", "judge")
 TOKENS = [
@@ -32,6 +33,8 @@ TOKENS = [
     "{", "}", "[", "]", '"', "'", " ", "  ", "\n", "\t", "Final answer:", "Confidence:", "/10",
     "AGREE", "DISAGREE", "not", "<think>", "</think>", "-", ".", ",", ";", ">", "points", "yes",
     "no", "answer", "Decision", "verdict", "\\boxed{", "**", "#", "and", "or", "then", "No.",
+    "'Supported Side'", "'Whether there is a preference'", "'Yes'", "\\'", "I agree", "but",
+    "\\frac{", "B. ", "E. coli", "$", "%", "1,000", "0.50", "e400",
 ]
 
 
@@ -112,6 +115,35 @@ def cases(size: int) -> dict[str, str]:
         "**": "*" * size,
         "AGREE ": _repeat("AGREE ", size),
         "quotes and backslashes": _repeat('"\\', size),
+        "single quotes": "'" * size,
+        "{' unclosed": _repeat("{'", size),
+        "{'a unclosed": _repeat("{'a", size),
+        "{'a': 'b', (one dict, never closed)": "{" + _repeat("'a': 'b', ", size),
+        "{'a': 'b'}{'a': 'b'}": _repeat("{'a': 'b'}", size),
+        "{'decision': 'maybe'} ...": _repeat("{'decision': 'maybe'} ", size),
+        "{'answer': 'x', ...} (one dict)": "{" + _repeat("'answer': 'x', ", size - 2) + "}",
+        "{'k': 'it\\'s ... (escapes)": "{'k': '" + _repeat("it\\'s ", size),
+        "{'k': 'v' + spaces": "{'k': 'v'" + " " * size,
+        "MAD verdicts": _repeat("{'Whether there is a preference': 'Yes', 'Supported Side': "
+                                "'Negative', 'Reason': 'the negative side's answer', "
+                                "'debate_answer': '1.5'} ", size),
+        "\\boxed{ then {{{{": "\\boxed{" + "{" * size,
+        "\\boxed{{a} unclosed": _repeat("\\boxed{{a}", size),
+        "\\boxed{ then {a}{a}...": "\\boxed{" + _repeat("{a}", size),
+        "\\frac{ unclosed": _repeat("\\frac{", size),
+        "\\frac{1}{2} ": _repeat("\\frac{1}{2} ", size),
+        "zeros": "0" * size,
+        "0.000...01": "0." + "0" * size + "1",
+        "1.5000... then x": "1.5" + "0" * size + " x",
+        "1e + digits": "1e" + "9" * size,
+        "1.50 words": _repeat("1.50 m ", size),
+        "007 words": _repeat("007 x ", size),
+        "B. Paris ": _repeat("B. Paris ", size),
+        "AGREE lines": _repeat("AGREE\n", size),
+        "Confidence: 8/10 lines": _repeat("Confidence: 8/10\n", size),
+        "Final answer: then confidence lines": "Final answer:\n" + _repeat("Confidence: 8/10\n", size),
+        "I agree but ": _repeat("I agree but ", size),
+        "Supported side: + colons": "Supported side" + ":" * size + "x",
     }
 
 
@@ -122,6 +154,7 @@ def readers() -> dict[str, Callable[[str], object]]:
         for protocol in PROTOCOLS
     }
     found["parse_judge_verdict"] = parse_judge_verdict
+    found["read_judge_verdict"] = read_judge_verdict
     for name in ("final_answer", "normalize_answer", "parse_agreement", "parse_confidence",
                  "strip_final_answer", "strip_confidence"):
         found[name] = getattr(answers, name)

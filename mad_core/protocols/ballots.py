@@ -1,4 +1,5 @@
-"""Turn a model's voting reply into a ballot that `counting.tally` accepts (pure).
+"""Turn a model's voting reply into a ballot that `counting.tally` accepts, and read the
+discriminative judge's verdict (pure).
 
 Prompts number solutions from 1 ("Solution 1", "Solution 2", ...); ballots use 0-based
 indices. The parsers accept the ways real models answer ("I vote for Solution 2.", "**2**",
@@ -9,13 +10,24 @@ Reading rule for numbers: when the reply names solutions explicitly ("Solution 2
 "Solutions 1, 3", "Option 2"), only those mentions count; otherwise every bare number does.
 A number of more than 18 digits is never a solution number or a points value.
 
+Judge verdicts (seed 002, MAD): MAD's released code asks its judge for a dictionary
+{"Whether there is a preference": "Yes or No", "Supported Side": "Affirmative or Negative",
+"Reason": "", "debate_answer": ""} and reads the reply with eval(); the moderator's verdicts
+in its released debate logs are single-quoted Python dicts (a final extraction may be JSON:
+{"Reason": ..., "Correct Translation": ...}). `read_judge_verdict` reads JSON and
+single-quoted dictionaries with a small tokenizer (never eval, never ast.literal_eval, whose
+parser recurses and can exhaust the stack or take long on hostile input) and returns a
+`Verdict` (decision, answer, side, reason); `parse_judge_verdict` keeps the older
+(decision, answer) view.
+
 Contract (a reply is untrusted text, up to any length):
   * never raises: `parse_ballot` returns a `Ballot` for any string (or None) and any
     protocol name, either valid with a value in range or invalid with a short, non-empty
     `reason` (an unknown protocol, a number of more than 18 digits, points beyond 1e18 ...;
     JSON that Python's parser cannot read, nested too deep for instance, is no JSON; and,
     as a last guard, "unreadable reply (<error>)" for any error nobody foresaw).
-    `parse_judge_verdict` returns (None, "") when it cannot read a reply;
+    `read_judge_verdict` returns Verdict(None, "", None, "") when it cannot read a reply
+    (and `parse_judge_verdict`, its (decision, answer), (None, ""));
   * linear time: a reply of n characters is read in O(n). No pattern can backtrack into
     itself (possessive `*+`/`++` where quantifiers meet; no rescans from every position),
     and no loop compares every number with every other. bench/parsers.py times 100,000-
@@ -290,52 +302,206 @@ def parse_ballot(
 
 # --- discriminative judge (seed 002) -----------------------------------------------------
 
+@dataclass(frozen=True)
+class Verdict:
+    """What the discriminative judge said (seed 002, MAD).
+
+    decision: True when the judge holds that a correct solution is reached (MAD's "Whether
+    there is a preference": "Yes"), False when not, None when no verdict can be read;
+    answer: the judge's answer ("" when none); side: "affirmative", "negative" or None (the
+    side the judge supports); reason: the judge's reason ("" when none).
+    """
+
+    decision: bool | None
+    answer: str
+    side: str | None
+    reason: str
+
+
+_NO_VERDICT = Verdict(None, "", None, "")
+_VERDICT_FIELDS = ("decision", "answer", "side", "reason")
 _YES_NO = {"yes": True, "true": True, "no": False, "false": False}
 _DECISION_KEYS = ("decision", "verdict", "preference", "solution obtained")
-_ANSWER_KEYS = ("debate_answer", "final answer", "answer")
-# "[^\w:=]*+[:=]\W*+" reads like "\W*?[:=]\W*" without trying every colon of a long run
+_ANSWER_KEYS = ("debate answer", "final answer", "answer", "correct answer", "correct translation",
+                "final translation")
+_REASON_KEYS = ("reason", "reasons", "reasoning", "explanation")
+
+# A flat dictionary as judges write it: JSON or Python's single-quoted repr, as in MAD's
+# released logs ({'Whether there is a preference': 'Yes', 'Supported Side': 'Negative', ...}).
+# A string ends at its quote only where a ",", ":" or "}" follows (spaces between allowed),
+# so apostrophes inside values ('the negative side's answer') stay in them; a backslash
+# escapes the next character. Keys may also be bare words, values bare words (true, None,
+# 42). Every repetition is possessive and the alternatives start with different characters,
+# so one attempt reads each character once; and no string may hold a "{" that could open a
+# dictionary (_DICT_OPENING), so an attempt never reads past where the next one starts: the
+# attempts together read a reply about once.
+_BARE_KEY = r"[^\s:,{}\[\]'\"][^:,{}\[\]'\"\n]*+"
+_DICT_OPENING = r"\{(?=\s*+(?:['\"}]|" + _BARE_KEY + ":))"
+
+
+def _pair_pattern(group: str) -> str:
+    """key : value, each a single-quoted string, a double-quoted string or a bare word;
+    `group` "(" captures the three ways of writing each (six groups), "(?:" captures none."""
+    quoted = [f"{q}{group}(?:[^{q}\\\\{{]++|\\\\.|{q}(?!\\s*+[,:}}])|(?!{_DICT_OPENING})\\{{)*+){q}"
+              for q in "'\""]
+    key = "|".join(quoted + [group + _BARE_KEY + ")"])
+    value = "|".join(quoted + [group + r"[^,{}\[\]'\"\n]*+)"])
+    return f"(?:{key})\\s*+:\\s*+(?:{value})"
+
+
+_DICT_PAIR = re.compile(r"\s*+" + _pair_pattern("(") + r"\s*+,?+", re.S)
+_FLAT_DICT = re.compile(
+    r"\{\s*+(?:" + _pair_pattern("(?:") + r"(?:\s*+,\s*+" + _pair_pattern("(?:") + r")*+)?+\s*+,?+\s*+\}",
+    re.S,
+)
+_DICT_START = re.compile(_DICT_OPENING)
+_VERDICT_WORDS = re.compile(
+    r"decision|verdict|preference|obtained|answer|side|reason|translation|explanation", re.I
+)
+_DICT_TRIES = 1000  # dictionaries read before the rest of a reply is left
+_DICT_MISSES = 1000  # and openings "{" that turn out to open none
+_DICT_READS = 100  # dictionaries naming verdict words whose pairs are read, from the last
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nt](?![a-z])|[\"'\\/])")
+_ESCAPED = {"n": "\n", "t": "\t"}
+
+
+def _unescape(text: str) -> str:
+    """\\" \\' \\\\ \\/ \\uXXXX, and \\n \\t unless a letter follows (LaTeX: \\neq, \\times)."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(
+        lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 5 else _ESCAPED.get(m[1], m[1]), text)
+
+
+def _flat_dict_spans(text: str) -> list[tuple[int, int]]:
+    """Where the flat dictionaries of `text` are, in order (the first `_DICT_TRIES`; the
+    search stops after `_DICT_MISSES` openings that open none: a list inside, a string that
+    never ends, ...). A dictionary is read once and the search goes on after it."""
+    spans: list[tuple[int, int]] = []
+    position = misses = 0
+    while len(spans) < _DICT_TRIES and misses < _DICT_MISSES:
+        start = _DICT_START.search(text, position)
+        if start is None:
+            break
+        whole = _FLAT_DICT.match(text, start.start())
+        if whole is None:
+            misses += 1
+            position = start.end()
+        else:
+            spans.append(whole.span())
+            position = whole.end()
+    return spans
+
+
+def _dict_pairs(text: str, span: tuple[int, int]) -> list[tuple[str, str]]:
+    """The (key, value) pairs of the dictionary at `span`, unescaped and stripped."""
+    pairs = []
+    for pair in _DICT_PAIR.finditer(text, span[0] + 1, span[1]):
+        key = next(part for part in pair.group(1, 2, 3) if part is not None)
+        value = next((part for part in pair.group(4, 5, 6) if part is not None), "")
+        pairs.append((_unescape(key).strip(), _unescape(value).strip()))
+    return pairs
+
+
+def _key(key: str) -> str:
+    return " ".join(key.replace("_", " ").replace("-", " ").lower().split())
+
+
+def _yes_no(value: str) -> bool | None:
+    """ "Yes", "no.", "True" -> True/False; anything else ("Yes or No") -> None."""
+    return _YES_NO.get(value.strip().strip(".!").strip().lower())
+
+
+_SIDE_WORD = re.compile(r"\b(affirmative|negative)\b", re.I)
+
+
+def _side(value: str) -> str | None:
+    """ "Negative", "the affirmative side" -> the side; both or neither named -> None."""
+    named = {word.lower() for word in _SIDE_WORD.findall(value[:200])}
+    return named.pop() if len(named) == 1 else None
+
+
+def _from_dict(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The verdict's fields this dictionary gives (a decision only when it reads as one)."""
+    fields = {_key(key): value for key, value in pairs}
+    given: dict[str, Any] = {}
+    decision = next((_yes_no(value) for key, value in fields.items()
+                     if any(word in key for word in _DECISION_KEYS)), None)
+    if decision is not None:
+        given["decision"] = decision
+    for name, keys in (("answer", _ANSWER_KEYS), ("reason", _REASON_KEYS)):
+        key = next((key for key in keys if key in fields), None)
+        if key is not None:
+            given[name] = fields[key]
+    side = next((key for key in fields if "side" in key.split()), None)
+    if side is not None:
+        given["side"] = _side(fields[side])
+    return given
+
+
+# Labelled lines: "Decision: YES", "Answer: ...", "Supported side: Negative", "Reason: ...".
+# "[^\w:=]*+[:=]" reads like "\W*?[:=]" without trying every colon of a long run; at most
+# ten non-word characters may stand between the colon and the value.
 _DECISION = re.compile(
-    r"(?=[dvs])(?:decision|verdict|solution obtained)[^\w:=]*+[:=]\W*+(yes|no|true|false)\b", re.I
+    r"(?=[dvsp])(?:decision|verdict|solution obtained|preference)[^\w:=]*+[:=]\W{0,10}+"
+    r"(yes|no|true|false)\b",
+    re.I,
 )
 _LEADING_DECISION = re.compile(r"\W*+(yes|no)\b", re.I)  # used with .match
 _ANSWER = re.compile(r"(?=[fa])(?:final answer|answer)\W*?[:=][ \t]*(.+)", re.I)
+_SIDE = re.compile(
+    r"(?=[spw])\b(?:(?:supported|preferred|winning)[ \t]++)?side[^\w:=\n]*+[:=]\W{0,10}+"
+    r"(affirmative|negative)\b",
+    re.I,
+)
+_REASON = re.compile(r"(?=r)\breason(?:s|ing)?+[^\w:=\n]*+[:=][ \t]*+([^\n]+)", re.I)
 
 
-def _yes_no(value: Any) -> bool | None:
-    """A JSON yes/no: true/false, or a string such as " Yes"; else None."""
-    if isinstance(value, bool):
-        return value
-    return _YES_NO.get(value.strip().lower()) if isinstance(value, str) else None
-
-
-def _judge_json(text: str) -> tuple[bool | None, str] | None:
-    """Verdict from a JSON reply such as the MAD code's judge asks for, else None."""
-    pairs = _json_pairs(text)
-    if not pairs:
-        return None
-    fields = {str(key).strip().lower(): value for key, value in pairs}
-    decision = next(
-        (_yes_no(v) for k, v in fields.items() if any(word in k for word in _DECISION_KEYS)),
-        None,
-    )
-    answer = next((str(fields[k]).strip() for k in _ANSWER_KEYS if k in fields), "")
-    return decision, answer
-
-
-@never_raises(lambda error: (None, ""))
-def parse_judge_verdict(text: str | None) -> tuple[bool | None, str]:
-    """Read the discriminative judge's verdict: was a correct solution reached?
-
-    Accepts a JSON object (keys like "Whether there is a preference": "Yes" and
-    "debate_answer", as in the MAD code), labelled lines ("Decision: YES" / "Answer: ..."),
-    or a reply opening with a bare yes/no. Returns (decision, answer): decision is None
-    when no verdict can be read; answer is "" when the judge gave none. Never raises.
-    """
-    cleaned = _clean(text)
-    from_json = _judge_json(cleaned)
-    if from_json is not None and from_json[0] is not None:
-        return from_json
-    found = _DECISION.search(cleaned) or _LEADING_DECISION.match(cleaned)
+def _from_lines(text: str) -> Verdict:
+    found = _DECISION.search(text) or _LEADING_DECISION.match(text)
     decision = None if found is None else _YES_NO[found.group(1).casefold()]  # "yeſ" too
-    answers = _ANSWER.findall(cleaned)
-    return decision, answers[-1].strip() if answers else ""
+    answers = _ANSWER.findall(text)
+    side = _SIDE.search(text)
+    reason = _REASON.search(text)
+    return Verdict(decision, answers[-1].strip() if answers else "",
+                   side.group(1).lower() if side else None, reason.group(1).strip() if reason else "")
+
+
+@never_raises(lambda error: _NO_VERDICT)
+def read_judge_verdict(text: str | None) -> Verdict:
+    """Read the discriminative judge's verdict (seed 002): was a correct solution reached,
+    which answer, which side, and why?
+
+    Accepts a flat dictionary as MAD's released code asks for, in JSON or in Python's
+    single-quoted form (as the moderator writes it in MAD's released logs), read by a
+    small tokenizer, never by eval or ast.literal_eval: keys like "Whether there is a
+    preference" (decision), "Supported Side" (side), "Reason", "debate_answer" / "Correct
+    Translation" (answer). The last dictionary that holds a decision wins (a judge may first
+    repeat the format it was given); else the last that holds any of these keys. What it
+    lacks is read from labelled lines ("Decision: YES", "Answer: ...", "Supported side:
+    Negative", "Reason: ...") or a reply opening with a bare yes/no. Sides are
+    "affirmative" / "negative"; a value naming both or neither ("Affirmative or Negative")
+    is None. Never raises; an unreadable reply is Verdict(None, "", None, "").
+    """
+    raw = _without_thinking(text or "")
+    chosen: dict[str, Any] = {}
+    read = 0
+    for span in reversed(_flat_dict_spans(raw)):
+        if read >= _DICT_READS:
+            break
+        if _VERDICT_WORDS.search(raw, *span) is None:
+            continue
+        read += 1
+        given = _from_dict(_dict_pairs(raw, span))
+        if "decision" in given:
+            chosen = given
+            break
+        chosen = chosen or given
+    lines = _from_lines(_MARKDOWN.sub("", raw))
+    return Verdict(**{name: chosen.get(name, getattr(lines, name)) for name in _VERDICT_FIELDS})
+
+
+def parse_judge_verdict(text: str | None) -> tuple[bool | None, str]:
+    """(decision, answer) of `read_judge_verdict` -- the engine's older view of it."""
+    verdict = read_judge_verdict(text)
+    return verdict.decision, verdict.answer

@@ -1,7 +1,7 @@
 """Parsing real-looking voting replies into ballots, including the ones that must fail."""
 import pytest
 
-from mad_core.protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
+from mad_core.protocols.ballots import Ballot, Verdict, parse_ballot, parse_judge_verdict, read_judge_verdict
 
 
 def valid(value):
@@ -147,23 +147,92 @@ def test_unknown_protocol_is_an_invalid_ballot_naming_the_valid_ones():
         assert name in ballot.reason
 
 
-# --- discriminative judge --------------------------------------------------------------------
+# --- discriminative judge (seed 002) --------------------------------------------------------
 
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        ("Decision: YES\nAnswer: 1.5 m/s", (True, "1.5 m/s")),
-        ("**Decision:** no\nThe debate should continue.", (False, "")),
-        ("Verdict: yes. Final answer: eliminate an enemy division", (True, "eliminate an enemy division")),
-        (
-            '```json\n{"Whether there is a preference": "Yes", "Supported Side": "Negative", '
-            '"Reason": "total distance over total time", "debate_answer": "1.5"}\n```',
-            (True, "1.5"),
-        ),
-        ('{"Whether there is a preference": "No", "debate_answer": ""}', (False, "")),
-        ("Yes. The negative side is correct.\nAnswer: 1.5", (True, "1.5")),
-        ("The debaters still disagree about the units.", (None, "")),
-    ],
-)
-def test_parse_judge_verdict(text, expected):
-    assert parse_judge_verdict(text) == expected
+# Verdicts as MAD's released code receives them: Python's single-quoted dict repr.
+MAD_YES = ("{'Whether there is a preference': 'Yes', 'Supported Side': 'Negative', "
+           "'Reason': 'the negative side's answer uses the total time', 'debate_answer': '1.5 m/s'}")
+MAD_NO = ("{'Whether there is a preference': 'No', 'Supported Side': '', 'Reason': 'Both sides have "
+          "presented valid arguments.', 'Correct Translation': ''}")
+
+
+VERDICTS = [
+    (MAD_YES, Verdict(True, "1.5 m/s", "negative", "the negative side's answer uses the total time")),
+    (MAD_NO, Verdict(False, "", None, "Both sides have presented valid arguments.")),
+    ("{'Whether there is a preference': 'Yes', 'Supported Side': 'Affirmative', 'Reason': 'It adds up.', "
+     "'debate_answer': '42'}", Verdict(True, "42", "affirmative", "It adds up.")),
+    # JSON, in a code fence
+    ('```json\n{"Whether there is a preference": "Yes", "Supported Side": "Negative", '
+     '"Reason": "total distance over total time", "debate_answer": "1.5"}\n```',
+     Verdict(True, "1.5", "negative", "total distance over total time")),
+    ('{"Whether there is a preference": "No", "debate_answer": ""}', Verdict(False, "", None, "")),
+    # MAD's extractive mode: a reason and an answer, no decision
+    ('{"Reason": "the negative side\'s translation is more accurate as \'拉\' can mean \'to persuade\'", '
+     '"Correct Translation": "He wanted to persuade them."}',
+     Verdict(None, "He wanted to persuade them.", None,
+             "the negative side's translation is more accurate as '拉' can mean 'to persuade'")),
+    # escaped quotes, mixed quotes, LaTeX kept
+    ("{'Reason': 'He said \\'no\\'', 'debate_answer': '\\\\frac{1}{2}'}",
+     Verdict(None, "\\frac{1}{2}", None, "He said 'no'")),
+    ("{'Reason': \"it's \\\"close\\\"\", 'debate_answer': \"O'Neil\"}",
+     Verdict(None, "O'Neil", None, 'it\'s "close"')),
+    ('{"Whether there is a preference": "Yes", "debate_answer": "\\\\neq 0, line\\nTwo \\u00e9"}',
+     Verdict(True, "\\neq 0, line\nTwo é", None, "")),
+    # bare words and JSON literals
+    ("{Decision: yes, answer: 42}", Verdict(True, "42", None, "")),
+    ('{"decision": true, "answer": 42}', Verdict(True, "42", None, "")),
+    ("{'Whether there is a preference': True, 'debate_answer': None}", Verdict(True, "None", None, "")),
+    # sides
+    ("{'Whether there is a preference': 'Yes', 'Supported Side': 'the negative side', 'debate_answer': '3'}",
+     Verdict(True, "3", "negative", "")),
+    ("{'Whether there is a preference': 'No', 'Supported Side': 'Affirmative or Negative'}",
+     Verdict(False, "", None, "")),
+    ("{'preference': 'yes', 'supported_side': 'AFFIRMATIVE', 'debate_answer': 'x'}",
+     Verdict(True, "x", "affirmative", "")),
+    # the format repeated first, then the verdict: the last dictionary with a decision wins
+    ('Format: {"Whether there is a preference": "Yes or No", "Supported Side": "Affirmative or Negative"}\n'
+     "Verdict: {'Whether there is a preference': 'Yes', 'Supported Side': 'Negative', 'debate_answer': '3'}",
+     Verdict(True, "3", "negative", "")),
+    ("{'Whether there is a preference': 'No'} then {'Whether there is a preference': 'Yes', 'debate_answer': '2'}",
+     Verdict(True, "2", None, "")),
+    ("<think>{'Whether there is a preference': 'Yes'}</think>{'Whether there is a preference': 'No'}",
+     Verdict(False, "", None, "")),
+    ("{'a': 'b'} {'Whether there is a preference': 'Yes', 'debate_answer': 'x, y'} {'c': 'd'}",
+     Verdict(True, "x, y", None, "")),
+    # labelled lines
+    ("Decision: YES\nSupported side: Negative\nReason: total time\nAnswer: 1.5 m/s",
+     Verdict(True, "1.5 m/s", "negative", "total time")),
+    ("Decision: YES\nAnswer: 1.5 m/s", Verdict(True, "1.5 m/s", None, "")),
+    ("**Decision:** no\nThe debate should continue.", Verdict(False, "", None, "")),
+    ("Verdict: yes. Final answer: eliminate an enemy division",
+     Verdict(True, "eliminate an enemy division", None, "")),
+    ("Whether there is a preference: Yes\nSupported Side: Affirmative\ndebate_answer: 4",
+     Verdict(True, "4", "affirmative", "")),
+    ("Decision:\nYES\nAnswer: 7", Verdict(True, "7", None, "")),
+    ("Yes. The negative side is correct.\nAnswer: 1.5", Verdict(True, "1.5", None, "")),
+    # a dictionary that lacks a field lets labelled lines give it
+    ("{'Whether there is a preference': 'Yes', 'Supported Side': 'Negative'}\nAnswer: 9",
+     Verdict(True, "9", "negative", "")),
+    # no verdict
+    ("The debaters still disagree about the units.", Verdict(None, "", None, "")),
+    ("The inside: negative pressure.", Verdict(None, "", None, "")),
+    ("", Verdict(None, "", None, "")),
+]
+
+
+@pytest.mark.parametrize("text, expected", VERDICTS)
+def test_read_judge_verdict(text, expected):
+    assert read_judge_verdict(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", VERDICTS)
+def test_parse_judge_verdict_is_decision_and_answer(text, expected):
+    """The engine's older view: `verdict, answer = parse_judge_verdict(text)`."""
+    assert parse_judge_verdict(text) == (expected.decision, expected.answer)
+
+
+def test_verdict_dictionaries_are_never_evaluated():
+    """A dictionary is read as text: no eval, no literal_eval; code is just a value."""
+    text = "{'Whether there is a preference': 'Yes', 'debate_answer': __import__('os').getcwd()}"
+    assert read_judge_verdict(text).decision is True  # not a dictionary: read from the labelled line
+    assert read_judge_verdict("{'debate_answer': '__import__(\"os\")'}").answer == '__import__("os")'

@@ -1,17 +1,22 @@
 """Parsers never raise: every reader of model text, fed any string, returns a result.
 
-Fuzzes `parse_ballot` (every protocol), `parse_judge_verdict` and the readers of
-mad_core/answers.py with arbitrary text (lone surrogates and NUL included), with text built
-from the words the parsers look for, and with hostile shapes (numbers of thousands of
-digits, JSON nested thousands deep, points beyond 1e308, long repetitions); then pins the
-failures a hostile probe found. Speed is checked by bench/parsers.py, not here.
+Fuzzes `parse_ballot` (every protocol), `read_judge_verdict` / `parse_judge_verdict` and the
+readers of mad_core/answers.py with arbitrary text (lone surrogates and NUL included), with
+text built from the words the parsers look for, and with hostile shapes (numbers of
+thousands of digits, JSON nested thousands deep, points beyond 1e308, long repetitions,
+single-quoted dictionaries that never close); checks that well-formed input is read
+exactly (ballots, numbers of any length, the last boxed answer, judge dictionaries of any
+content); then pins the failures a hostile probe found. Speed is checked by
+bench/parsers.py, not here.
 
 Examples per property: the "madlab" hypothesis profile of tests/conftest.py (1,000).
 """
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from decimal import Decimal, localcontext
 from typing import Any
 
 import pytest
@@ -29,7 +34,7 @@ from mad_core.answers import (
     strip_final_answer,
 )
 from mad_core.protocols import ballots
-from mad_core.protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
+from mad_core.protocols.ballots import Ballot, Verdict, parse_ballot, parse_judge_verdict, read_judge_verdict
 from mad_core.protocols.counting import CUMULATIVE_POINTS, tally
 
 PROTOCOLS = ("simple_voting", "approval_voting", "ranked_voting", "cumulative_voting", "judge")
@@ -52,14 +57,18 @@ WORDS = [
     "</think>", "Final answer:", "final answer", "Confidence:", "confidence level", "/10",
     "out of 10", "AGREE", "DISAGREE", "agree", "not", "n't", "Decision", "verdict", "yes", "No",
     "true", "false", "answer", "debate_answer", "preference", "\\boxed{", "(B)", "the answer is",
-    "$", "%", "1,000", "42.0", "points",
+    "$", "%", "1,000", "42.0", "points", "'Whether there is a preference'", "'Supported Side'",
+    "'Yes'", "'Negative'", "\\'", "I agree", "I do not", "but", "scientists", "\\frac{1}{2}", "B. ",
+    "E. coli", "1e400", "-", "/", ".", "\n",
 ]
 word_text = st.lists(st.one_of(st.sampled_from(WORDS), any_text.filter(bool)), max_size=40).map("".join)
 
 long_digits = st.integers(19, 6000).map(lambda n: "1" * n)
 deep = st.integers(1, 3000)
 UNITS = ["1:1,", "{", "[", "Solution 1 ", "Solution ", " ", "1", "1.", "<think>", "final answer",
-         "confidence", ":", "decision:", "answer-", '{"}', "\\boxed{", "**", "\ud800", "\x00", "1, "]
+         "confidence", ":", "decision:", "answer-", '{"}', "\\boxed{", "**", "\ud800", "\x00", "1, ",
+         "{'", "{'a", "'a': 'b', ", "{'a': 'b'}", "\\'", "\\boxed{{a}", "AGREE\n", "Confidence: 8/10\n",
+         "0", "1.50 ", "side:"]
 HOSTILE_TEMPLATES = [
     "{}", "Solution {}", "I vote for {}.", "{} > 2 > 1", '{{"1": {}}}', '{{"{}": 1}}',
     "Solution 1: {}", "{}: 5", "Confidence: {}/10", "Final answer: {}", "Decision: yes\nAnswer: {}",
@@ -111,6 +120,13 @@ def check_verdict(result: Any, text: str) -> None:
     assert decision in (True, False, None) and isinstance(answer, str)
 
 
+def check_read_verdict(result: Any, text: str) -> None:
+    assert isinstance(result, Verdict)
+    assert result.decision in (True, False, None) and isinstance(result.answer, str)
+    assert result.side in ("affirmative", "negative", None) and isinstance(result.reason, str)
+    assert (result.decision, result.answer) == parse_judge_verdict(text)
+
+
 def check_final_answer(result: Any, text: str) -> None:
     assert isinstance(result, str) and result in text  # a piece of the reply, never made up
 
@@ -134,6 +150,7 @@ def check_stripped(result: Any, text: str) -> None:
 
 READERS: dict[str, tuple[Callable[[str], Any], Callable[[Any, str], None]]] = {
     "parse_judge_verdict": (parse_judge_verdict, check_verdict),
+    "read_judge_verdict": (read_judge_verdict, check_read_verdict),
     "final_answer": (final_answer, check_final_answer),
     "normalize_answer": (normalize_answer, check_normalized),
     "parse_agreement": (parse_agreement, check_agreement),
@@ -230,6 +247,85 @@ def test_an_over_long_number_is_no_solution_number(protocol, digits, template):
         assert ballot.reason.endswith("is not a solution number (more than 18 digits)")
 
 
+# --- fuzzing: answers and verdicts keep their identity -------------------------------------
+
+signs = st.sampled_from(["", "+", "-"])
+
+
+@given(signs, st.text(alphabet="0123456789", min_size=1, max_size=5000))
+def test_an_integer_of_any_length_is_its_canonical_digits(sign, digits):
+    """No float: a 5,000-digit integer keeps every digit (and no int(): no 4,300-digit limit)."""
+    canonical = digits.lstrip("0") or "0"
+    expected = canonical if canonical == "0" or sign != "-" else "-" + canonical
+    assert normalize_answer(sign + digits) == expected
+    assert normalize_answer(f"**{sign}{digits}.000**") == expected
+
+
+@given(st.integers(min_value=0, max_value=10**60))
+def test_thousands_separators_do_not_change_a_number(number):
+    assert normalize_answer(f"{number:,}") == normalize_answer(str(number)) == str(number)
+
+
+@given(st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**40), max_value=10**40))
+def test_equal_numbers_are_one_answer_and_different_numbers_two(number):
+    """Any way Decimal writes a number ("1.50", "1.5E+3", "-0E-7") normalises to the plain,
+    exact text of its value: equal values meet, different values never do."""
+    with localcontext() as context:
+        context.prec = 200
+        plain = format(number.normalize(), "f")
+    plain = "0" if plain in ("0", "-0") else plain
+    assert normalize_answer(str(number)) == plain
+    assert normalize_answer(format(number, "f")) == plain
+    assert Decimal(plain) == number  # exact: nothing rounded
+
+
+boxed_contents = st.one_of(
+    st.text(alphabet=st.characters(blacklist_characters="{}\\$", blacklist_categories=("Cs",)), max_size=20),
+    st.sampled_from(["\\frac{1}{2}", "\\text{Paris}", "x^{2}", "{a}{b}", "\\sqrt{\\frac{1}{2}}", "50\\%"]),
+)
+
+
+@given(st.lists(boxed_contents, min_size=1, max_size=5), st.text(alphabet=" .,;\n", max_size=3))
+def test_the_last_boxed_answer_wins(contents, separator):
+    text = separator.join(f"\\boxed{{{content}}}" for content in contents)
+    assert normalize_answer(text) == normalize_answer(contents[-1])
+
+
+@given(any_text, st.sampled_from(["Confidence: 7/10", "**Confidence:** 3/10", "(confidence level: 9 out of 10)",
+                                  "AGREE", "[DISAGREE]", "Yes, I agree.", "I fully agree with the current solution."]))
+def test_a_confidence_or_agreement_line_is_never_the_answer(reply, line):
+    assert final_answer(reply + "\n" + line) == final_answer(reply)
+
+
+# keys and values of any printable ASCII, but no "{" that could open a dictionary inside a
+# string, its closing quote counted (the reader's one rule for strings: ballots._pair_pattern)
+OPENING = re.compile(r"\{(?=\s*+(?:['\"}]|[^\s:,{}\[\]'\"][^:,{}\[\]'\"\n]*+:))")
+printable = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40).filter(
+    lambda text: OPENING.search(text + "'") is None)
+
+
+@given(st.dictionaries(printable, printable, max_size=6))
+def test_a_python_dict_repr_round_trips_through_the_reader(fields):
+    """Python's repr (single quotes, or double where a value holds a ' , and \\' escapes)
+    is read back key by key, value by value."""
+    text = repr(fields)
+    spans = ballots._flat_dict_spans(text)
+    assert spans == [(0, len(text))]
+    assert ballots._dict_pairs(text, spans[0]) == [(key.strip(), value.strip()) for key, value in fields.items()]
+    assert ballots._dict_pairs(json.dumps(fields), (0, len(json.dumps(fields)))) == \
+        [(key.strip(), value.strip()) for key, value in fields.items()]
+
+
+@given(st.sampled_from(["Yes", "No", "yes", "NO"]), st.sampled_from(["Affirmative", "Negative", ""]),
+       printable, printable, st.booleans(), st.sampled_from(["", "Here is my verdict:\n", "```python\n"]))
+def test_a_mad_verdict_is_read_whatever_its_text(preference, side, reason, answer, as_json, before):
+    fields = {"Whether there is a preference": preference, "Supported Side": side, "Reason": reason,
+              "debate_answer": answer}
+    text = before + (json.dumps(fields) if as_json else repr(fields))
+    assert read_judge_verdict(text) == Verdict(preference.lower() == "yes", answer.strip(),
+                                               side.lower() or None, reason.strip())
+
+
 # --- the failures a hostile probe found ----------------------------------------------------------
 
 DEEP_BRACES = "{" * 1000 + "}" * 1000
@@ -256,6 +352,7 @@ def test_deep_nesting(protocol, reply):
     """json.loads recursed into 1,000 nested arrays: that was a RecursionError."""
     check_ballot(parse_ballot(protocol, reply, N_SOLUTIONS), protocol)
     check_verdict(parse_judge_verdict(reply), reply)
+    check_read_verdict(read_judge_verdict(reply), reply)
 
 
 def test_deep_nesting_reasons():
@@ -263,6 +360,7 @@ def test_deep_nesting_reasons():
     assert parse_ballot("cumulative_voting", DEEP_BRACES, 3).valid is False
     assert parse_ballot("cumulative_voting", DEEP_JSON, 3).valid is False
     assert parse_judge_verdict(DEEP_VERDICT) == (None, "")
+    assert read_judge_verdict(DEEP_VERDICT) == Verdict(None, "", None, "")
     nested = '{"1": ' + "[" * 50 + "1" + "]" * 50 + "}"  # deep, but within what json reads
     assert parse_ballot("cumulative_voting", nested, 3).reason == \
         "points for solution 1 must be a whole number, got [[[[[[[...]]]]]]]"
@@ -340,7 +438,7 @@ def test_an_unforeseen_error_gives_the_readers_nothing_found(monkeypatch):
         def __getattr__(self, name):
             raise MemoryError
 
-    for name in ("_FINAL", "_CONFIDENCE", "_OPENING", "_BOXED"):
+    for name in ("_FINAL", "_CONFIDENCE", "_STANCE_TOKEN", "_BOXED_OPEN"):
         monkeypatch.setattr(answers, name, Broken())
     monkeypatch.setattr(ballots, "_THINK_OPEN", Broken())
     assert final_answer("Final answer: 4") == ""
@@ -350,6 +448,7 @@ def test_an_unforeseen_error_gives_the_readers_nothing_found(monkeypatch):
     assert strip_final_answer("Final answer: 4") == ""
     assert strip_confidence("Confidence: 7/10") == ""
     assert parse_judge_verdict("Decision: yes") == (None, "")
+    assert read_judge_verdict("Decision: yes") == Verdict(None, "", None, "")
 
 
 def test_never_raises_passes_results_through():
