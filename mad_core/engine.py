@@ -45,7 +45,7 @@ from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateSt
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .paradigms import visible_authors
 from .personas import generate_personas
-from .protocols.ballots import Ballot, parse_ballot, parse_judge_verdict
+from .protocols.ballots import Ballot, Verdict, parse_ballot, read_judge_verdict
 from .store import HEARTBEATS, ClaimLost, DebateRecorder, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
@@ -598,11 +598,11 @@ class DebateEngine:
     def _judge_model(self) -> str:
         return self.cfg.judge_model or self.cfg.agents[0].model
 
-    def judge_break(self) -> tuple[bool, str, str]:
+    def judge_break(self) -> tuple[Verdict, str]:
         messages = prompts.judge_break_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))
         turn = self.ask("judge", "judge", messages, self._judge_model())
-        verdict, answer = parse_judge_verdict(turn.content) if turn.status == "ok" else (None, "")
-        return bool(verdict) and bool(answer.strip()), answer.strip(), turn.content
+        verdict = read_judge_verdict(turn.content) if turn.status == "ok" else Verdict(None, "", None, "")
+        return verdict, turn.content
 
     def judge_extract(self) -> tuple[str, str]:
         messages = prompts.judge_extract_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))

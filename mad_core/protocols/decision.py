@@ -34,7 +34,7 @@ from ..events import DISCUSSION_KINDS, Turn
 from ..metrics import convergence_winner
 from ..prompts import AGREEMENT_FORMAT, proposal_block
 from ..registry import register
-from .ballots import Ballot
+from .ballots import Ballot, Verdict, read_judge_verdict
 from .counting import consensus_reached, tally
 
 
@@ -75,7 +75,7 @@ class DecisionContext(Interface):
         """`agent`'s final solution in `text` (an extraction turn when configured); `intro` says
         what `text` is when it is not the agent's own last reply."""
 
-    def judge_break(self) -> tuple[bool, str, str]:
+    def judge_break(self) -> tuple[Verdict, str]:
         """(a correct answer was reached, the answer, the judge's raw reply)."""
 
     def judge_extract(self) -> tuple[str, str]:
@@ -310,12 +310,13 @@ class Judge(Protocol):
         if eng.cfg.judge_adaptive_break:
             # Seed 002 (and the MAD code): the discriminative judge is asked after every round, the
             # last one included; only when it never finds an answer does it extract one.
-            verdict, answer, raw = eng.judge_break()
-            if verdict:
-                return Outcome(True, "the judge found a correct answer (adaptive break)", answer=answer,
-                               winner_agent="judge", details={"judgment": raw, "mode": "discriminative"})
+            verdict, raw = eng.judge_break()
+            details = {"judgment": raw, "mode": "discriminative", **self._side(eng, verdict)}
+            if verdict.decision and verdict.answer.strip():
+                return Outcome(True, "the judge found a correct answer (adaptive break)", answer=verdict.answer.strip(),
+                               winner_agent="judge", details=details)
             if not last:
-                return Outcome(False, "the judge wants the debate to go on", details={"judgment": raw})
+                return Outcome(False, "the judge wants the debate to go on", details=details)
         if eng.judge_extracts:
             return self._extract(eng, "no verdict by the last round" if eng.cfg.judge_adaptive_break
                                  else "round limit reached")
@@ -327,10 +328,19 @@ class Judge(Protocol):
         return first_agent_fallback(last, eng, why)
 
     @staticmethod
-    def _extract(eng, why: str) -> Outcome:
+    def _side(eng, verdict: Verdict) -> dict[str, Any]:
+        """The side the judge supported and who argued it (seed 002 Table 6: judge bias by model family)."""
+        if verdict.side not in ("affirmative", "negative") or len(eng.cfg.agents) < 2:
+            return {"side": verdict.side, "reason": verdict.reason}
+        agent = eng.cfg.agents[0 if verdict.side == "affirmative" else 1]
+        return {"side": verdict.side, "side_agent": agent.label, "side_model": agent.model, "reason": verdict.reason}
+
+    @classmethod
+    def _extract(cls, eng, why: str) -> Outcome:
         answer, raw = eng.judge_extract()
         return Outcome(True, why + ": the judge states the answer (extractive mode)", answer=answer,
-                       winner_agent="judge", details={"judgment": raw, "mode": "extractive"})
+                       winner_agent="judge",
+                       details={"judgment": raw, "mode": "extractive", **cls._side(eng, read_judge_verdict(raw))})
 
     @staticmethod
     def _select(eng) -> Outcome:

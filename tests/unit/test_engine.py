@@ -424,6 +424,29 @@ def test_two_sided_judge_breaks_when_it_finds_an_answer_the_last_round_included(
     assert max(t.round for t in ts) == 2
 
 
+def test_the_mad_judge_reads_its_own_dict_format_and_records_the_side_it_supports(script):
+    """Seed 002: MAD's judge answers with a single-quoted dictionary; the side it supports is what
+    its judge-bias table counts, so it is recorded with who argued it."""
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "judge":
+            return ("{'Whether there is a preference': 'Yes', 'Supported Side': 'Negative', "
+                    "'Reason': \"The negative side's sum is right.\", 'debate_answer': '12'}")
+        return f"{meta['agent']} argues.\nFinal answer: 12"
+    first, _ = script(reply)
+    second, _ = script(reply)
+    agents = [{"label": "Affirmative", "model": first}, {"label": "Negative", "model": second}]
+    config = DebateConfig.from_dict({"question": "3 * 4?", "agents": agents, "paradigm": "two_sided",
+                                     "protocol": "judge", "judge_model": first, "rounds": 3, "max_rounds": 3})
+    events, _ = run(config)
+    decision = of(events, DecisionReached)[0]
+    assert (decision.answer, decision.round) == ("12", 1)
+    assert decision.details["side"] == "negative"
+    assert (decision.details["side_agent"], decision.details["side_model"]) == ("Negative", second)
+    assert decision.details["reason"] == "The negative side's sum is right."
+    assert "Supported side" in user_text(turns(events, "judge")[0])  # the judge is asked for it
+
+
 def test_two_sided_judge_extracts_only_when_no_verdict_was_reached(script):
     def reply(messages, info):
         meta = info["metadata"]
