@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from mad_core import metrics
-from mad_core.protocols.counting import CONSENSUS_PROTOCOLS, VOTING_PROTOCOLS
+from mad_core import registry
+from mad_core.protocols.decision import Protocol
 from mad_core.view import DISCUSSION_KINDS, DebateView
 
 from .common import short
@@ -88,6 +89,10 @@ def agreement_series(view: DebateView) -> list[tuple[int, float]]:
 def vote_rounds(view: DebateView) -> list[dict[str, Any]]:
     """Per round with votes or decision attempts: {"round", "unit", "labels", "counts"}."""
     protocol = view.config.get("protocol", "")
+    try:
+        traits = registry.get("protocol", protocol)
+    except Exception:  # noqa: BLE001 - a debate stored with a protocol this version lacks
+        traits = Protocol
     rounds = sorted({v.round for v in view.votes} | {a.round for a in view.attempts})
     out = []
     for rnd in rounds:
@@ -97,24 +102,22 @@ def vote_rounds(view: DebateView) -> list[dict[str, Any]]:
         n = max(1, len(solutions))
         names = [f"Solution {i + 1} ({solutions[i]})" if i < len(solutions) else f"Solution {i + 1}"
                  for i in range(n)]
-        if protocol in VOTING_PROTOCOLS and votes:
+        if traits.casts_ballots and votes:
             ballots = [v.ballot if v.valid else None for v in votes if v.protocol == protocol]
             try:
                 breakdown = metrics.vote_breakdown(protocol, ballots, n)
             except ValueError:
                 continue
             out.append({"round": rnd, "unit": breakdown["unit"], "labels": names, "counts": breakdown["counts"]})
-        elif votes and all(v.protocol == "judge" for v in votes):
+        elif votes:  # no agent ballots: a judge's picks
             counts = [0.0] * n
             for v in votes:
                 if v.valid and isinstance(v.ballot, int) and v.ballot < n:
                     counts[v.ballot] += 1
             out.append({"round": rnd, "unit": "judge's pick", "labels": names, "counts": counts})
         elif attempt and attempt.scores:
-            unit = {"solution_counting": "agents giving this answer", "convergence": "mean token overlap"}.get(
-                protocol, "agrees (1) or not (0)" if protocol in CONSENSUS_PROTOCOLS else "score")
-            labels = (view.agents if protocol in CONSENSUS_PROTOCOLS else attempt.solution_agents) or names
-            out.append({"round": rnd, "unit": unit, "labels": list(labels)[:len(attempt.scores)],
+            labels = (view.agents if traits.scores_per_agent else attempt.solution_agents) or names
+            out.append({"round": rnd, "unit": traits.score_unit, "labels": list(labels)[:len(attempt.scores)],
                         "counts": list(attempt.scores)})
     return out
 

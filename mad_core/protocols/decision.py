@@ -100,6 +100,9 @@ class Protocol:
 
     name = ""  # set by the registry
     needs_turn_order = False  # agents must answer one another in turn (consensus)
+    casts_ballots = False  # every agent casts a ballot that `counting.tally` counts (voting)
+    score_unit = "score"  # what an attempt's `scores` measure (for plots)
+    scores_per_agent = False  # `scores` has one entry per agent (else one per solution)
 
     def first_round(self, cfg) -> int:
         return cfg.rounds
@@ -130,6 +133,8 @@ def _tie_reason(scores: list[float], tied: list[int], valid: int) -> str:
 
 class Voting(Protocol):
     """Extract final answers, collect one ballot per agent, tally; a tie means another round."""
+
+    casts_ballots = True
 
     def decide(self, eng, forced: bool) -> Outcome:
         agents, solutions = eng.solutions()
@@ -176,6 +181,8 @@ class Consensus(Protocol):
     the task), i.e. from the proposal and the agreements that followed it."""
 
     needs_turn_order = True
+    score_unit = "agrees (1) or not (0)"
+    scores_per_agent = True
 
     def __init__(self) -> None:
         self.proposal: Turn | None = None
@@ -259,6 +266,8 @@ class UnanimityConsensus(Consensus):
 class SolutionCounting(Protocol):
     """The answer given most often wins (seed 000 App. D); a tie means another round."""
 
+    score_unit = "agents giving this answer"
+
     def decide(self, eng, forced: bool) -> Outcome:
         agents, solutions = eng.solutions()
         if not solutions:
@@ -279,6 +288,8 @@ class SolutionCounting(Protocol):
 @register("protocol", "convergence")
 class Convergence(Protocol):
     """Seed 004 without a judge: the final draft most similar to the others (token overlap) wins."""
+
+    score_unit = "mean token overlap"
 
     def decide(self, eng, forced: bool) -> Outcome:
         agents, drafts = eng.latest_drafts()
