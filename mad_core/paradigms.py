@@ -131,6 +131,14 @@ class SimultaneousWithSummarizer(Simultaneous):
     def visible(self, agent: str, rnd: int, history: list[Turn], order: list[str]) -> list[Turn]:
         return [t for t in history if t.round < rnd and (t.agent == agent or t.kind == "summary")]
 
+    @staticmethod
+    def check_config(cfg) -> None:
+        # The summary condenses every agent's messages for everyone, so a sparse graph would
+        # change nothing: seed 003 studies the two as separate settings.
+        if cfg.connectivity != "full":
+            raise ConfigError("connectivity", "the summarizer shares everyone's messages with everyone; "
+                                              "use connectivity 'full' or another paradigm")
+
 
 def visible_authors(cfg, agent: str) -> set[str] | None:
     """The agents whose turns `agent` may see (seed 003's connectivity); None means everyone.

@@ -17,7 +17,7 @@ import streamlit as st
 import yaml
 
 from mad_core import live, prompts, registry
-from mad_core.config import AgentConfig, ConfigError, DebateConfig
+from mad_core.config import CONNECTIVITY_NAMES, AgentConfig, ConfigError, DebateConfig
 from mad_core.models import DEFAULT_MODEL, call_model, ensure_registered, known_models
 from mad_core.personas import generate_personas as generate_personas_for
 
@@ -40,11 +40,13 @@ FIELD_KEYS = {
     "memory_window": "memory_window", "confidence": "confidence", "confidence_visible": "confidence_visible",
     "challenge": "challenge", "seed": "seed", "extract_final_answers": "extract_final_answers",
     "judge_adaptive_break": "judge_adaptive_break", "debate_subrounds": "debate_subrounds",
-    "vote_retries": "vote_retries", "auto_personas": "auto_personas",
+    "vote_retries": "vote_retries", "auto_personas": "auto_personas", "summarizer_model": "summarizer_model",
+    "connectivity": "connectivity",
 }
 AGENT_KEYS = {"label": "agent_label_{i}", "model": "agent_model_{i}", "persona": "agent_persona_{i}",
               "temperature": "agent_temp_{i}"}
 TFT_NONE = -1  # the tit-for-tat selectbox's "None" (a None option would read as "nothing chosen")
+CUSTOM_GRAPH = "custom"  # the connectivity selectbox's value for a mapping set by a preset or fork
 
 
 def _agent_defaults(i: int) -> dict[str, Any]:
@@ -54,8 +56,8 @@ def _agent_defaults(i: int) -> dict[str, Any]:
 def form_defaults() -> dict[str, Any]:
     """Every form key with its starting value (the engine's defaults; question empty)."""
     state: dict[str, Any] = {key: getattr(_DEFAULTS, name) for key, name in FIELD_KEYS.items()}
-    state.update(question="", reference="", judge_model="", tit_for_tat=TFT_NONE, preset="", n_agents=3,
-                 max_tokens=_AGENT.max_tokens)
+    state.update(question="", reference="", judge_model="", summarizer_model="", tit_for_tat=TFT_NONE, preset="",
+                 n_agents=3, max_tokens=_AGENT.max_tokens)
     for i in range(MAX_AGENTS):
         for name, pattern in AGENT_KEYS.items():
             state[pattern.format(i=i)] = _agent_defaults(i)[name]
@@ -78,6 +80,9 @@ def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
             state[key] = config[name]
     state["reference"] = config.get("reference") or ""
     state["judge_model"] = config.get("judge_model") or ""
+    state["summarizer_model"] = config.get("summarizer_model") or ""
+    graph = config.get("connectivity", "full")
+    state["connectivity"] = graph if isinstance(graph, str) else CUSTOM_GRAPH
     state["tit_for_tat"] = TFT_NONE if config.get("tit_for_tat") is None else config["tit_for_tat"]
     agents = config.get("agents") or [dataclasses.asdict(a) for a in _DEFAULTS.agents]
     agents = [a if isinstance(a, dict) else dataclasses.asdict(a) for a in agents][:MAX_AGENTS]
@@ -88,6 +93,8 @@ def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
     if agents:
         state["max_tokens"] = agents[0].get("max_tokens", _AGENT.max_tokens)
     state[FORM_EXTRA] = {k: v for k, v in config.items() if k not in shown}
+    if state["connectivity"] == CUSTOM_GRAPH:  # a who-sees-whom mapping: kept as set, shown as text
+        state[FORM_EXTRA]["connectivity"] = graph
     return state
 
 
@@ -115,6 +122,9 @@ def form_config(state=None) -> dict[str, Any]:
     data["agents"] = agents
     data["reference"] = (state["reference"] or "").strip() or None
     data["judge_model"] = (state["judge_model"] or "").strip() or None
+    data["summarizer_model"] = (state["summarizer_model"] or "").strip() or None
+    if state["connectivity"] == CUSTOM_GRAPH:
+        data["connectivity"] = (state.get(FORM_EXTRA) or {}).get("connectivity", "full")
     data["tit_for_tat"] = None if state["tit_for_tat"] == TFT_NONE else state["tit_for_tat"]
     return data
 
@@ -130,7 +140,7 @@ def widget_for(field: str) -> str:
     if field == "agents":
         return "n_agents"
     reverse = {name: key for key, name in FIELD_KEYS.items()}
-    return reverse.get(field, "form")
+    return reverse.get(field.split(".")[0], "form")  # "connectivity.Agent 2" -> the connectivity widget
 
 
 def error_slot(key: str) -> None:
@@ -295,6 +305,11 @@ def _render_fields() -> None:
                else f"Every agent is told: {prompts.TIT_FOR_TAT[level]}")
     error_slot("tit_for_tat")
     _choice("Speaking order", "ordering", "ordering")
+    _render_connectivity()
+    st.selectbox("Summarizer model (simultaneous_summarizer)", [""] + _model_options(
+        st.session_state.get("summarizer_model")), key="summarizer_model", accept_new_options=True,
+        format_func=lambda m: m or "(same as the first agent)")
+    error_slot("summarizer_model")
     left, right = st.columns(2)
     with left:
         st.number_input("Rounds", min_value=1, step=1, key="rounds")
@@ -333,6 +348,20 @@ def _render_fields() -> None:
         error_slot("debate_subrounds")
         st.number_input("Re-asks for an unreadable ballot", min_value=0, step=1, key="vote_retries")
         error_slot("vote_retries")
+
+
+def _render_connectivity() -> None:
+    """Who sees whom (seed 003): full, ring, or the mapping a preset or fork set (shown, kept as is)."""
+    custom = (st.session_state.get(FORM_EXTRA) or {}).get("connectivity")
+    options = list(CONNECTIVITY_NAMES) + ([CUSTOM_GRAPH] if isinstance(custom, dict) else [])
+    if st.session_state.get("connectivity") not in options:
+        st.session_state["connectivity"] = "full"
+    st.selectbox("Who sees whom", options, key="connectivity",
+                 help="full: every agent sees every other; ring: each agent sees its two neighbours "
+                      "in the configured agent order (seed 003's sparse connectivity).")
+    if st.session_state["connectivity"] == CUSTOM_GRAPH:
+        st.text("; ".join(f"{viewer} sees {', '.join(seen) or 'nobody'}" for viewer, seen in custom.items()))
+    error_slot("connectivity")
 
 
 def _render_agent(i: int) -> None:

@@ -220,3 +220,34 @@ def test_empty_message_is_refused_without_steering(gate):
     gate.opened.set()
     join(debate_id)
     assert [s["action"] for s in Store().steering(debate_id)] == ["stop"]
+
+
+def _started(at) -> str:
+    at.button(key="start").click().run()
+    assert not error_keys(at)
+    join(at.session_state["debate_id"])
+    return at.session_state["debate_id"]
+
+
+def test_ring_connectivity_chosen_in_the_form_limits_who_sees_whom():
+    at = fill(app(), n=4)
+    at.selectbox(key="paradigm").set_value("simultaneous")
+    at.selectbox(key="connectivity").set_value("ring")
+    at.number_input(key="rounds").set_value(2).run()
+    debate_id = _started(at)
+    assert Store().get_debate(debate_id)["config"]["connectivity"] == "ring"
+    # Ring of four: Agent 1 hears Agent 4 and Agent 2 in round 2, never Agent 3.
+    first = next(t for t in Store().turns(debate_id) if t.agent == "Agent 1" and t.round == 2)
+    prompt = "\n".join(m["content"] for m in first.prompt)
+    assert "quokka" in prompt and "okapi" in prompt and "axolotl" not in prompt
+
+
+def test_summarizer_model_chosen_in_the_form_writes_the_summaries(gate):
+    gate.opened.set()  # scripted/apptest_held answers at once: here it is only a second model name
+    at = fill(app())
+    at.selectbox(key="paradigm").set_value("simultaneous_summarizer")
+    at.session_state["summarizer_model"] = f"scripted/{HELD}"
+    at.number_input(key="rounds").set_value(2).run()
+    turns = Store().turns(_started(at))
+    assert {t.model for t in turns if t.kind == "summary"} == {f"scripted/{HELD}"}
+    assert {t.model for t in turns if t.kind == "discussion"} == {f"scripted/{SCRIPT}"}

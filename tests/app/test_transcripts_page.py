@@ -9,9 +9,11 @@ import json
 from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, open_debate, run_debate, texts
 
 from mad_core import live
+from mad_core.config import DebateConfig
 from mad_core.store import Store
 from mad_core.view import stored_events
 from madlab_ui.browse import export_files, replay_view
+from madlab_ui.forms import form_config
 
 
 def listed(at) -> list[str]:
@@ -133,6 +135,19 @@ def test_fork_prefills_the_debate_page_and_starts_a_linked_debate():
     inherited = [t.content for t in Store().turns(child) if t.seq <= turn.seq]
     assert inherited == [t.content for t in Store().turns(parent) if t.seq <= turn.seq]
     assert "fork_request" not in at.session_state
+
+
+def test_a_forked_debate_keeps_its_custom_who_sees_whom_graph():
+    graph = {"Agent 1": ["Agent 2"], "Agent 2": [], "Agent 3": ["Agent 1", "Agent 2"]}
+    parent = run_debate(connectivity=graph, paradigm="simultaneous")
+    at = open_debate(parent)
+    at.button(key="fork_0").click().run()
+    at.switch_page(APP).run()
+    assert at.selectbox(key="connectivity").value == "custom"
+    assert "Agent 3 sees Agent 1, Agent 2" in texts(at.main)
+    assert DebateConfig.from_dict(form_config(at.session_state)).connectivity == graph
+    at.selectbox(key="connectivity").set_value("ring").run()
+    assert DebateConfig.from_dict(form_config(at.session_state)).connectivity == "ring"
 
 
 def test_running_debate_is_listed_first_and_can_be_reattached(gate):

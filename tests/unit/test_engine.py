@@ -333,6 +333,9 @@ def test_connectivity_must_name_agents(script):
     with pytest.raises(ConfigError) as refused:
         make_config(model, connectivity="star")
     assert refused.value.field == "connectivity"
+    with pytest.raises(ConfigError, match="summarizer shares everyone's messages") as refused:
+        make_config(model, connectivity="ring", paradigm="simultaneous_summarizer")
+    assert refused.value.field == "connectivity"
 
 
 def test_one_by_one_uses_chat_history(script):
