@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from .config import (MAX_AGENTS, ConfigError, DebateConfig, clip, one_line, read_config_data, read_text_file,
                      short_repr)
+from .presets import PRESET_DIR, preset_config, split_preset
 from .events import (
     DEBATE_STATUSES,
     ChallengeResult,
@@ -74,7 +75,9 @@ def whole_number(text: str) -> int | str:
 
 def config_from_args(args: argparse.Namespace) -> DebateConfig:
     """The config file (if any) with the flags laid over it, validated."""
-    data = read_config_data(Path(args.config)) if args.config else {}
+    data = preset_config(args.preset) if args.preset else {}
+    if args.config:  # a preset's file works too: its title and source are not settings
+        data.update(split_preset(read_config_data(Path(args.config)))[0])
     for name in FIELD_FLAGS:
         value = getattr(args, name)
         if value is not None:
@@ -431,6 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a debate, streaming it to the terminal")
+    run.add_argument("--preset", help=f"a preset of assets/presets ({', '.join(sorted(p.stem for p in PRESET_DIR.glob('*.yaml')))}); "
+                                      "--config and flags override it")
     run.add_argument("--config", help="YAML or JSON settings file; flags override it")
     run.add_argument("--question")
     run.add_argument("--agents", type=whole_number, help=f"number of agents (1-{MAX_AGENTS})")

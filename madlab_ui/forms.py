@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
-import yaml
 
 from mad_core import live, prompts, registry
 from mad_core.config import CONNECTIVITY_NAMES, AgentConfig, ConfigError, DebateConfig
 from mad_core.models import DEFAULT_MODEL, call_model, ensure_registered, known_models
 from mad_core.personas import generate_personas as generate_personas_for
+from mad_core.presets import load_presets
 
-from .common import DEBATE_ID, FORK_REQUEST, ROOT, id8, open_store, owner_id
+from .common import DEBATE_ID, FORK_REQUEST, id8, open_store, owner_id
 
-PRESET_DIR = ROOT / "assets" / "presets"
 MAX_AGENTS = 12  # seed 003 runs 10 agents
 FORM_ERROR = "form_error"  # session key: (widget key, message) of the last ConfigError
 PERSONA_ERROR = "persona_error"
@@ -152,16 +150,6 @@ def error_slot(key: str) -> None:
 
 
 # ----- presets --------------------------------------------------------------------------------
-def load_presets(directory: Path = PRESET_DIR) -> dict[str, dict[str, Any]]:
-    """{preset id: {"title", "source", "config"}} from assets/presets/*.yaml, sorted by title."""
-    presets = {}
-    for path in sorted(directory.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        title, source = data.pop("title", path.stem), data.pop("source", "")
-        presets[path.stem] = {"title": title, "source": source, "config": data}
-    return dict(sorted(presets.items(), key=lambda item: item[1]["title"]))
-
-
 def _on_preset() -> None:
     choice = st.session_state.get("preset")
     presets = load_presets()

@@ -11,7 +11,8 @@ from mad_core.models.scripted import get_script
 from mad_core.personas import neutral
 from mad_core.prompts import TIT_FOR_TAT
 from mad_core.store import Store
-from madlab_ui.forms import form_config, load_presets
+from mad_core.presets import load_presets
+from madlab_ui.forms import form_config
 
 
 def fill(at, question="What is the capital of France?", model=f"scripted/{SCRIPT}", n=3, models=None):

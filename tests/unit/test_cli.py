@@ -355,3 +355,23 @@ def test_python_dash_m_runs_the_cli_without_streamlit(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "No debates."
     check = "import sys, mad_core.cli, mad_core.store; assert 'streamlit' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", check], env=env).returncode == 0
+
+
+@pytest.mark.parametrize("how", ["preset", "config"])
+def test_a_preset_runs_by_name_or_by_its_file(capsys, how):
+    from mad_core.presets import PRESET_DIR, load_presets
+
+    argv = ["--preset", "du_simultaneous"] if how == "preset" else ["--config", str(PRESET_DIR / "du_simultaneous.yaml")]
+    code, _, err = run_cli(capsys, "run", *argv, "--model", "scripted/echo", "--rounds", "1", "--max-rounds", "1")
+    assert code == 0, err
+    (debate,) = Store().list_debates()
+    config = Store().get_debate(debate["id"])["config"]
+    wanted = load_presets()["du_simultaneous"]["config"]
+    assert config["question"] == wanted["question"] and config["paradigm"] == wanted["paradigm"]
+    assert len(config["agents"]) == len(wanted["agents"]) and "title" not in config
+
+
+def test_unknown_preset_exits_2_naming_the_presets(capsys):
+    code, _, err = run_cli(capsys, "run", "--preset", "nope")
+    assert code == 2 and err.startswith("error: preset: unknown preset 'nope'") and "du_simultaneous" in err
+    assert not default_db_path().exists()

@@ -1,6 +1,6 @@
 """The presets in assets/presets follow their papers, value by value, and run offline.
 
-Every preset loads through the app's `load_presets`, validates as a DebateConfig, uses only the offline
+Every preset loads through `mad_core.presets.load_presets` (the app and the CLI share it), validates as a DebateConfig, uses only the offline
 default model, names its paper (seed, authors, title, sections) in `source` and in its comment block, and
 matches the table of paper values below field by field: an edit that drifts from the paper fails here.
 Each one also runs end to end with the scripted model and makes the number of discussion turns its
@@ -17,7 +17,7 @@ import pytest
 from mad_core import DebateConfig, DebateEngine
 from mad_core.config import DEFAULT_MODEL
 from mad_core.events import DebateFinished, DecisionReached, TurnFinished, VoteCast
-from madlab_ui.forms import PRESET_DIR, load_presets
+from mad_core.presets import PRESET_DIR, load_presets
 
 OFFLINE_MODEL = "local/smollm2-135m"
 PRESETS = load_presets()
