@@ -1,9 +1,11 @@
 """MAD Lab, the Debate page: set up a multi-agent debate, start it, watch it stream and steer it.
 
 The debate never runs inside this script: Start hands the config to `mad_core.live`, which runs
-it in a background thread of the server; this page keeps only the debate id in
-`st.session_state` and redraws it from fragments every 0.5 s. A rerun or a closed tab neither
-stops nor duplicates a debate (the Transcripts page lists running ones to reattach).
+it in a background thread of the server; this page keeps the debate id (and the session's
+incremental view of it, `madlab_ui.live_page`) in `st.session_state`. A full run draws what is
+settled; a fragment redraws only what moves, a few times a second (`live_page.refresh_interval`).
+A rerun or a closed tab neither stops nor duplicates a debate (the Transcripts page lists running
+ones to reattach).
 """
 from __future__ import annotations
 
@@ -11,56 +13,36 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.view import DebateView
-from madlab_ui import controls, forms, plots, transcript
+from madlab_ui import controls, forms, live_page
 from madlab_ui.common import DEBATE_ID, id8, open_store, page_setup
 
 page_setup("Debate")
 
 
-def load(debate_id: str):
-    """(live debate or None, its view or None): live debates from memory, others from the store."""
+def load(debate_id: str) -> live_page.LivePage | None:
+    """The session's view of a debate: a live one followed incrementally, others read from the store."""
     debate = live.get(debate_id)
     if debate is not None:
-        return debate, debate.view()
+        return live_page.current_page(debate_id, debate)
     store = open_store()
     if store.get_debate(debate_id) is None:
-        return None, None
+        return None
     store.mark_dead_interrupted()  # run by a process that is gone: say so
-    return None, DebateView.from_store(store, debate_id)
+    return live_page.current_page(debate_id, None, DebateView.from_store(store, debate_id))
 
 
 def watch(debate_id: str) -> None:
-    debate, view = load(debate_id)
-    if view is None:
+    page = load(debate_id)
+    if page is None:
         st.warning(f"Debate {id8(debate_id)} is gone.")
         st.session_state.pop(DEBATE_ID, None)
         return
-    was_running = debate is not None and not debate.done
     with st.sidebar:
         st.subheader("Steer the debate")
-        controls.render_controls(debate, view.agents)
-    if not was_running:
-        controls.resume_button(open_store(), debate_id, view.status, st, key="resume_debate")
-
-    # One auto-refreshing fragment only: several run_every fragments interrupt each other.
-    @st.fragment(run_every=0.5 if was_running else None)
-    def body() -> None:
-        current, now = load(debate_id)
-        if now is None:  # deleted meanwhile
-            return
-        transcript.render_status(now, current)
-        transcript.render_decision(now)
-        if now.status != "running":
-            transcript.render_reference(now, f"reveal_{debate_id}")
-        st.markdown(now.config.get("question", ""))
-        with st.container(height=640, autoscroll=True, key="transcript"):
-            transcript.render_transcript(now)
-        transcript.render_usage(now)
-        plots.render_plots(now)
-        if was_running and (current is None or current.done):
-            st.rerun(scope="app")  # the debate ended: redraw the controls (now disabled) once
-
-    body()
+        controls.render_controls(page.debate, page.view.agents)
+    if not page.running:
+        controls.resume_button(open_store(), debate_id, page.view.status, st, key="resume_debate")
+    live_page.watch(page, f"reveal_{debate_id}")
 
 
 st.title("🗣️ MAD Lab")

@@ -144,6 +144,17 @@ def cases(size: int) -> dict[str, str]:
         "Final answer: then confidence lines": "Final answer:\n" + _repeat("Confidence: 8/10\n", size),
         "I agree but ": _repeat("I agree but ", size),
         "Supported side: + colons": "Supported side" + ":" * size + "x",
+        # the JSON forms of constrained output (protocols/schemas.py), huge or nested
+        '{"vote": 1, "vote": 1, ...}': "{" + _repeat('"vote": 1, ', size) + '"x": 0}',
+        '{"approved": [1, 1, ...]}': '{"approved": [' + _repeat("1, ", size) + "1]}",
+        '{"ranking": [1, 2, 3, ...]}': '{"ranking": [' + _counting(", ", size) + "]}",
+        '{"vote": [[[...]]]}': '{"vote": ' + "[" * half + "]" * half + "}",
+        '{"agree": true, "reason": "xxx...': '{"agree": true, "reason": "' + "x" * size,
+        '{"answer": "\\u00e9..."}': '{"answer": "' + _repeat("\\u00e9", size) + '"}',
+        '{"decision": "YES", ... long answer}': '{"decision": "YES", "side": "Negative", "answer": "'
+                                                 + "4" * size + '", "reason": ""}',
+        "```json fence unclosed": "```json\n{" + _repeat('"a": 1, ', size),
+        "</think> repeated then JSON": _repeat("</think>", size) + '{"vote": 1}',
     }
 
 
@@ -156,7 +167,7 @@ def readers() -> dict[str, Callable[[str], object]]:
     found["parse_judge_verdict"] = parse_judge_verdict
     found["read_judge_verdict"] = read_judge_verdict
     for name in ("final_answer", "normalize_answer", "parse_agreement", "parse_confidence",
-                 "strip_final_answer", "strip_confidence"):
+                 "strip_final_answer", "strip_confidence", "json_reply", "extracted_answer"):
         found[name] = getattr(answers, name)
     return found
 

@@ -19,6 +19,9 @@ Reading rules, and where they come from:
     evaluation of Du et al. (the paper behind seed 004: gsm/eval_gsm.py takes the last braced
     answer, mmlu/eval_mmlu.py the last "(X)"). Numbers are compared as exact text, never as
     floats (Du et al. compare float()s; that loses digits past 2**53 and turns 1e400 into inf).
+  * JSON first (`json_reply`): a backend with constrained output answers short requests
+    with one JSON object (protocols/schemas.py); `parse_agreement` and `extracted_answer`
+    read that form first and the text conventions above as the fallback.
   * `parse_agreement` (seed 000 §3.2: under consensus, every agent says whether it agrees
     with the current proposal; MALLM reads that stance from the reply with a pattern): see
     its docstring. MALLM's released code tests `"agree" in reply and "disagree" not in
@@ -36,6 +39,7 @@ Contract (agent text is untrusted, up to any length): every reader here
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -374,6 +378,69 @@ def normalize_answer(text: str | None) -> str:
     return _words(text)
 
 
+# --- JSON replies (constrained output) -------------------------------------------------------
+
+_THINK_END = re.compile(r"</think>", re.I)
+_FENCE_OPEN = re.compile(r"```[ \t]*+(?:json)?+[ \t]*+\n?+", re.I)  # used with .match
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key is given twice")
+    return dict(pairs)
+
+
+@never_raises(_no_value)
+def json_reply(text: str | None) -> dict[str, Any] | None:
+    """The reply as one JSON object, the form a backend with constrained output gives, or None.
+
+    The whole reply must be the object, after a reasoning block (`...</think>`) and inside
+    an optional ```json code fence; JSON inside other text is no JSON reply (the text
+    readers take it). An object that gives a key twice, is nested too deep for the parser,
+    or holds a number of more than 4,300 digits is None too. Linear time (Python's JSON
+    scanner), never raises.
+    """
+    body = text or ""
+    last_think = None
+    for last_think in _THINK_END.finditer(body):
+        pass
+    if last_think is not None:
+        body = body[last_think.end():]
+    body = body.strip()
+    fence = _FENCE_OPEN.match(body)
+    if fence is not None:
+        if not body.endswith("```") or len(body) < fence.end() + 3:
+            return None
+        body = body[fence.end():-3].strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    try:
+        return json.loads(body, object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError):
+        return None
+
+
+_ANSWER_JSON_START = re.compile(r'\s*+(?:```[^\n{]*+\s*+)?+\{\s*+"answer"\s*+:')  # used with .match
+
+
+@never_raises(_nothing)
+def extracted_answer(text: str | None) -> str:
+    """The answer of a final-answer extraction (seed 000 E.1): `{"answer": "..."}` (its
+    constrained form) first, else the reply as written, stripped.
+
+    A reply that opens like that object but cannot be read (cut off by the token limit)
+    gives "", so that the caller falls back on the text the answer was to be taken from.
+    """
+    reply = json_reply(text)
+    if reply is not None and isinstance(reply.get("answer"), str):
+        return reply["answer"].strip()
+    text = text or ""
+    if _ANSWER_JSON_START.match(text):
+        return ""
+    return text.strip()
+
+
 # --- agreement and confidence ---------------------------------------------------------------
 
 _AGREEMENT_WINDOW = 200  # characters from the start in which the stance is looked for
@@ -401,6 +468,9 @@ _QUALIFIERS = frozenset(
     "reservations caveat caveats extent".split()
 )
 _SENTENCE_END = frozenset(".!?\n")
+# The opening of the constrained form {"agree": true, "reason": "..."}, read even when the
+# token limit cut the rest off (the text reader would take "agree" for agreement).
+_AGREE_JSON_START = re.compile(r'\s*+(?:```[^\n{]*+\s*+)?+\{\s*+"agree"\s*+:\s*+(true|false)\b')  # .match
 
 
 def _speaker_stance(words: list[str], index: int, shouted: bool) -> bool | None:
@@ -454,8 +524,19 @@ def parse_agreement(text: str | None) -> bool | None:
     False: MALLM's consensus counts explicit agreement only. "agree" said of others
     ("scientists agree that ...") and the instruction quoted ("AGREE or DISAGREE") state no
     stance.
+
+    The constrained form is read first: `{"agree": true, "reason": "..."}` as the whole
+    reply, or a reply that opens with `{"agree": true` or `{"agree": false` (the rest cut
+    off), within the same first 200 characters.
     """
-    head = (text or "")[:_AGREEMENT_WINDOW].replace("\u2019", "'")
+    head = (text or "")[:_AGREEMENT_WINDOW]
+    reply = json_reply(head)
+    if reply is not None and isinstance(reply.get("agree"), bool):
+        return reply["agree"]
+    opening = _AGREE_JSON_START.match(head)
+    if opening is not None:
+        return opening.group(1) == "true"
+    head = head.replace("\u2019", "'")
     sentence: list[str] = []
     candidates: list[tuple[int, bool]] = []
     for token in _STANCE_TOKEN.findall(head) + ["\n"]:

@@ -52,6 +52,43 @@ COMPONENT_SETTINGS = ("paradigm", "response_generator", "protocol", "ordering")
 FLAG_SETTINGS = ("extract_final_answers", "all_agents_drafting", "confidence", "confidence_visible", "challenge",
                  "judge_adaptive_break", "auto_personas")
 
+# ----- generation settings -----------------------------------------------------------------------
+# The most tokens a reply may have, by what a call asks for. Turns in which an agent writes
+# or reasons (drafts, discussion, a summary, a persona, a reasoning agent's own solution, a
+# challenger's answer, the judge's own answer) use the agent's `max_tokens`. The short replies
+# below (their JSON shapes: protocols/schemas.py) use this table, and never more than the
+# agent's `max_tokens`: enough for the JSON form and for a terse text answer, too little for
+# a small model to wander off. A ballot gets BALLOT_TOKENS_PER_SOLUTION more per solution on
+# it (a ranking or a points mapping grows with them). A model that thinks aloud before it
+# answers (<think>...</think>) needs more: give it its own, larger table.
+PHASE_MAX_TOKENS: dict[str, int] = {
+    "ballot": 24,  # {"vote": 2} / "Solution 2" / "2 3 1" / {"1": 6, "2": 4, "3": 0}, + per solution
+    "agreement": 48,  # {"agree": false, "reason": "..."} / "DISAGREE"
+    "extraction": 64,  # {"answer": "..."} / the bare answer (at most 160 characters)
+    "choice": 32,  # the judge names the best participant: {"choice": "Agent 2"}
+    "verdict": 192,  # the judge's decision, side, answer and a short reason
+}
+BALLOT_TOKENS_PER_SOLUTION = 8
+
+# Sampling fields sent to local models only (llama.cpp's server reads them from the request
+# body; hosted APIs would refuse unknown fields), with the turns in which an agent writes:
+# llama.cpp's default repeat_penalty is 1.0 (off), and a small model such as SmolLM2-135M
+# then repeats a phrase until its token limit. 1.15 stops those loops; much above 1.3 it
+# starts to push a model off words it must repeat (a name, a number). Short constrained
+# replies get none: the penalty window reaches into the prompt, where the solution numbers
+# a ballot must repeat stand.
+LOCAL_SAMPLING: dict[str, float] = {"repeat_penalty": 1.15}
+
+
+def reply_max_tokens(phase: str | None, agent_max_tokens: int, solutions: int = 0) -> int:
+    """The token limit of a reply in `phase` (None or an unknown phase: the agent's own)."""
+    limit = PHASE_MAX_TOKENS.get(phase) if phase is not None else None
+    if limit is None:
+        return agent_max_tokens
+    if phase == "ballot":
+        limit += BALLOT_TOKENS_PER_SOLUTION * solutions
+    return min(limit, agent_max_tokens)
+
 
 class ConfigError(ValueError):
     """A configuration value that cannot run; `field` names where it is (e.g. "agents[1].label")."""

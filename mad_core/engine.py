@@ -38,14 +38,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Iterator
 
 from . import prompts, registry
-from .answers import final_answer, parse_agreement, parse_confidence
-from .config import ConfigError, DebateConfig
+from .answers import extracted_answer, final_answer, json_reply, parse_agreement, parse_confidence
+from .config import LOCAL_SAMPLING, ConfigError, DebateConfig, clip, short_repr
 from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .paradigms import visible_authors
 from .personas import generate_personas
 from .protocols.ballots import Ballot, Verdict, parse_ballot, read_judge_verdict
+from .protocols.schemas import (ReplyFormat, agreement_format, ballot_format, choice_format, extraction_format,
+                                verdict_format)
 from .store import HEARTBEATS, ClaimLost, DebateRecorder, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
@@ -424,24 +426,27 @@ class DebateEngine:
                 if t.round == rnd and t.kind in DISCUSSION_KINDS and t.status == "ok"}
 
     # ===== model calls =====================================================================
-    def ask_many(self, requests: list[tuple[str, str, list[dict], str | None]], on_done=None) -> list[Turn]:
-        """Run (agent, kind, messages, model) requests concurrently; emit each turn as it finishes.
+    def ask_many(self, requests: list[tuple], on_done=None) -> list[Turn]:
+        """Run (agent, kind, messages, model[, reply]) requests concurrently; emit each turn as it finishes.
 
-        `on_done(turn)` runs in the engine thread right after each turn is recorded (votes use it
-        so every ballot appears as soon as it is cast)."""
-        planned = [self._plan(*r) for r in requests]
+        `reply` (a `schemas.ReplyFormat`, or None for a turn in which the agent writes freely)
+        sets the call's token limit and the JSON schema sent to a backend with constrained
+        output (see `_call`). `on_done(turn)` runs in the engine thread right after each turn
+        is recorded (votes use it so every ballot appears as soon as it is cast)."""
+        planned = [(*self._plan(*r[:4]), r[4] if len(r) > 4 else None) for r in requests]
         futures = {}
-        for turn, reused in planned:
+        for turn, reused, reply in planned:
             if reused:
                 self._finish_turn(turn, reused=True, on_done=on_done)
             else:
-                futures[self._pool.submit(self._call, turn)] = turn
+                futures[self._pool.submit(self._call, turn, reply)] = turn
         for future in as_completed(futures):
             self._finish_turn(future.result(), on_done=on_done)
-        return [turn for turn, _ in planned]
+        return [turn for turn, _, _ in planned]
 
-    def ask(self, agent: str, kind: str, messages: list[dict], model: str | None = None) -> Turn:
-        return self.ask_many([(agent, kind, messages, model)])[0]
+    def ask(self, agent: str, kind: str, messages: list[dict], model: str | None = None,
+            reply: ReplyFormat | None = None) -> Turn:
+        return self.ask_many([(agent, kind, messages, model, reply)])[0]
 
     def _plan(self, agent: str, kind: str, messages: list[dict], model: str | None) -> tuple[Turn, bool]:
         old = self._reuse.get((self.round, agent, kind))
@@ -459,11 +464,23 @@ class DebateEngine:
     def _agent(self, label: str):
         return next(a for a in self.cfg.agents if a.label == label)
 
-    def _call(self, turn: Turn) -> Turn:
-        """One model call (in a pool thread): stream tokens as events, return the finished turn."""
-        from .models import RetryPolicy, call_model, is_serial
+    def _call(self, turn: Turn, reply: ReplyFormat | None = None) -> Turn:
+        """One model call (in a pool thread): stream tokens as events, return the finished turn.
+
+        Generation settings: a short reply (`reply`) gets its phase's token limit
+        (`config.PHASE_MAX_TOKENS`) and, where the backend supports constrained output
+        (`models.response_format_support`), its JSON schema as `response_format`; a turn in
+        which the agent writes freely gets the agent's `max_tokens` and, on a local model,
+        `config.LOCAL_SAMPLING` (llama.cpp's repeat penalty)."""
+        from .models import RetryPolicy, call_model, is_local, is_serial, response_format_support
 
         agent = next((a for a in self.cfg.agents if a.label == turn.agent), self.cfg.agents[0])
+        if reply is None:
+            max_tokens, response_format = agent.max_tokens, None
+            extra = dict(LOCAL_SAMPLING) if is_local(turn.model) else None
+        else:
+            max_tokens, extra = reply.max_tokens(agent.max_tokens), None
+            response_format = reply.response_format(response_format_support(turn.model))
         serial = self._serial_locks[turn.model] if is_serial(turn.model) else None
         if serial:
             serial.acquire()
@@ -480,8 +497,9 @@ class DebateEngine:
                 return self.controller.stopped
 
             result = call_model(
-                turn.model, turn.prompt, temperature=agent.temperature, max_tokens=agent.max_tokens,
-                seed=call_seed(self.cfg.seed, turn), should_stop=should_stop,
+                turn.model, turn.prompt, temperature=agent.temperature, max_tokens=max_tokens,
+                response_format=response_format, extra=extra, seed=call_seed(self.cfg.seed, turn),
+                should_stop=should_stop,
                 on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, clean_text(text))),
                 on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
                 retry=RetryPolicy(max_attempts=self.cfg.retry_attempts, base_delay=self.cfg.retry_base_delay,
@@ -537,9 +555,10 @@ class DebateEngine:
             requests = [(a, "extraction", self._own_solution_messages(a), None) for a in agents]
             pairs = [(t.agent, final_answer(t.content)) for t in self.ask_many(requests)]
         elif self.cfg.extract_final_answers:
-            requests = [(a, "extraction", self._extraction_messages(a, d), None) for a, d in zip(agents, drafts)]
+            requests = [(a, "extraction", self._extraction_messages(a, d), None, extraction_format())
+                        for a, d in zip(agents, drafts)]
             turns = self.ask_many(requests)
-            pairs = [(t.agent, t.content.strip() or final_answer(d)) for t, d in zip(turns, drafts)]
+            pairs = [(t.agent, extracted_answer(t.content) or final_answer(d)) for t, d in zip(turns, drafts)]
         else:
             pairs = [(a, final_answer(d)) for a, d in zip(agents, drafts)]
         agents, solutions = [a for a, _ in pairs], [s for _, s in pairs]
@@ -555,8 +574,9 @@ class DebateEngine:
         """`agent`'s final solution in `text`: its own last reply, or (with `intro`) other messages."""
         if not self.cfg.extract_final_answers:
             return final_answer(text)
-        extracted = self.ask(agent, "extraction", self._extraction_messages(agent, text, intro))
-        return extracted.content.strip() or final_answer(text)
+        extracted = self.ask(agent, "extraction", self._extraction_messages(agent, text, intro),
+                             reply=extraction_format())
+        return extracted_answer(extracted.content) or final_answer(text)
 
     def _extraction_messages(self, agent: str, draft: str, intro: str | None = None) -> list[dict[str, str]]:
         return prompts.extraction_prompt(self._plain_system(agent), self.cfg.question, self.cfg.task, draft,
@@ -569,6 +589,7 @@ class DebateEngine:
         """One ballot per agent; an unparseable one is re-asked up to `vote_retries` times."""
         cfg = self.cfg
         labels = self.agent_labels()
+        reply = ballot_format(protocol, len(solutions), cfg.cumulative_points)
         ballots: dict[str, Ballot] = {}
         reasons: dict[str, str | None] = {label: None for label in labels}
         for attempt in range(1, cfg.vote_retries + 2):
@@ -577,7 +598,7 @@ class DebateEngine:
                 break
             requests = [(label, "vote", prompts.vote_prompt(self._plain_system(label), protocol, cfg.question,
                                                              cfg.task, solutions, cfg.cumulative_points,
-                                                             reasons[label]), None) for label in todo]
+                                                             reasons[label]), None, reply) for label in todo]
 
             def count(turn: Turn, attempt: int = attempt) -> None:
                 if turn.status != "ok":
@@ -600,7 +621,7 @@ class DebateEngine:
 
     def judge_break(self) -> tuple[Verdict, str]:
         messages = prompts.judge_break_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))
-        turn = self.ask("judge", "judge", messages, self._judge_model())
+        turn = self.ask("judge", "judge", messages, self._judge_model(), verdict_format())
         verdict = read_judge_verdict(turn.content) if turn.status == "ok" else Verdict(None, "", None, "")
         return verdict, turn.content
 
@@ -614,7 +635,7 @@ class DebateEngine:
         messages = prompts.judge_select_prompt(self.cfg.question, self.cfg.task, agents, drafts, len(self.cfg.agents))
         ballot, raw = Ballot(None, False, "the judge did not answer"), ""
         for attempt in range(1, self.cfg.vote_retries + 2):
-            turn = self.ask("judge", "judge", messages, self._judge_model())
+            turn = self.ask("judge", "judge", messages, self._judge_model(), choice_format(agents))
             raw = turn.content
             ballot = read_label_choice(raw, agents) if turn.status == "ok" else \
                 Ballot(None, False, f"the judge call {turn.status}: {turn.error}")
@@ -643,7 +664,8 @@ class DebateEngine:
         cfg = self.cfg
         labels = self.agent_labels()
         turns = self.ask_many([(label, "challenge", prompts.challenge_prompt(self._plain_system(label), cfg.question,
-                                                                             cfg.task, final), None) for label in labels])
+                                                                             cfg.task, final), None, agreement_format())
+                               for label in labels])
         dissent = [t for t in turns if t.status == "ok" and parse_agreement(t.content) is False]
         answers = {}
         if dissent:
@@ -675,8 +697,20 @@ class DebateEngine:
 
 
 def read_label_choice(text: str, labels: list[str]) -> Ballot:
-    """The judge's choice: the one agent label its reply names, else a solution number. Never raises."""
+    """The judge's choice: {"choice": "<label>"} (its constrained form, `schemas.choice_format`)
+    first; else the one agent label its reply names, else a solution number. Never raises."""
     try:
+        reply = json_reply(text)
+        if reply is not None and "choice" in reply:
+            choice = reply["choice"].strip() if isinstance(reply["choice"], str) else None
+            if choice in labels:
+                return Ballot(labels.index(choice), True)
+            named = [i for i, label in enumerate(labels)
+                     if choice is not None and choice.casefold() == label.casefold()]
+            if len(named) == 1:
+                return Ballot(named[0], True)
+            return Ballot(None, False, f"{short_repr(reply['choice'], 40)} is not one of the participants "
+                                       f"({clip(', '.join(labels), 200)})")
         head = (text or "")[:2000]
         named = [i for i, label in enumerate(labels)
                  if re.search(rf"(?<![\w]){re.escape(label)}(?![\w])", head, re.IGNORECASE)]

@@ -146,9 +146,9 @@ def judge_break_prompt(question: str, task: str, transcript: list[str], n_debate
     """Seed 002 discriminative mode: has the debate already produced a correct solution?"""
     user = (
         f"{task_block(question, task)}\n\nThe debate so far:\n\n" + "\n\n".join(transcript) +
-        "\n\nHas the debate already reached a correct answer? Reply with three lines:\n"
+        "\n\nHas the debate already reached a correct answer? Reply with four lines:\n"
         "Decision: YES or NO\nSupported side: Affirmative or Negative (the side whose answer you hold correct)\n"
-        "Answer: <the correct answer if YES, otherwise leave empty>"
+        "Answer: <the correct answer if YES, otherwise leave empty>\nReason: <one short sentence>"
     )
     return _judge_messages(n_debaters, user)
 

@@ -78,7 +78,23 @@ class DebateView:
         return self
 
     def turn(self, turn_id: str) -> TurnView | None:
-        return next((t for t in self.turns if t.id == turn_id), None)
+        """The turn with this id, found in O(1): a token of a 200-turn debate must not scan 200 turns."""
+        k = self._positions().get(turn_id)
+        return None if k is None else self.turns[k]
+
+    def turn_index(self, turn_id: str) -> int | None:
+        """Position of a turn in `turns` (the k of its `turn_{k}` key)."""
+        return self._positions().get(turn_id)
+
+    def _positions(self) -> dict[str, int]:
+        """turn id -> index in `turns`; kept as turns are appended, rebuilt if `turns` was changed elsewhere.
+
+        Not a dataclass field: `dataclasses.asdict` and `==` do not see it."""
+        cached = self.__dict__.get("_turn_positions")
+        if cached is None or cached[0] is not self.turns or len(cached[1]) != len(self.turns):
+            cached = (self.turns, {t.id: k for k, t in enumerate(self.turns)})
+            self.__dict__["_turn_positions"] = cached
+        return cached[1]
 
     # ----- derived ----------------------------------------------------------------------
     @property
@@ -189,8 +205,10 @@ def _round(v: DebateView, e: RoundStarted) -> None:
 
 
 def _turn_started(v: DebateView, e: TurnStarted) -> None:
-    if v.turn(e.turn_id) is None:
+    positions = v._positions()
+    if e.turn_id not in positions:
         v.turns.append(TurnView(e.turn_id, e.round, e.agent, e.kind, e.model, e.prompt, started_at=e.ts))
+        positions[e.turn_id] = len(v.turns) - 1
         v.timeline.append(("turn", e.turn_id))
 
 

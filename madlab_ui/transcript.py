@@ -2,17 +2,19 @@
 
 Keys follow the UI contract: `debate_status`, `round_{r}`, `turn_{k}` (k = index in
 `view.turns`), `prompt_{k}`, `votes_{r}`, `steer_{j}` (j = index in `view.steering`),
-`decision_card`, `usage`. Model and user text is rendered with st.markdown / st.text (HTML
-is never rendered); labels inside our own markup are escaped.
+`decision_card` (holding `decision_answer` and the `decision_full_text` expander), `usage`.
+Model and user text is rendered with st.markdown / st.text (HTML is never rendered); labels
+inside our own markup are escaped.
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import streamlit as st
 
-from mad_core.answers import normalize_answer
+from mad_core.answers import final_answer, normalize_answer
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from .common import MODERATOR_AVATAR, agent_style, md_escape, short
@@ -73,32 +75,55 @@ def _round_title(view: DebateView, rnd: int) -> str:
     return f"Round {rnd}"
 
 
+@dataclass
+class Walk:
+    """How far a transcript has been drawn: the next timeline position, the round being shown,
+    and the rounds whose footer (votes, decision attempts) is drawn. A page that draws the
+    settled part of a live debate once keeps it, and draws the rest from there on every refresh."""
+
+    position: int = 0
+    current: int | None = None
+    shown: set[int] = field(default_factory=set)
+
+    def copy(self) -> "Walk":
+        return Walk(self.position, self.current, set(self.shown))
+
+
 def render_transcript(view: DebateView, extras: TurnExtras | None = None) -> None:
     """Every turn and moderator action in order, grouped under round headers."""
     if not view.timeline:
         st.caption("Waiting for the first turn…")
         return
-    index = {t.id: k for k, t in enumerate(view.turns)}
-    steer_index = {id(e): j for j, e in enumerate(view.steering)}
-    shown: set[int] = set()
-    current: int | None = None
-    for kind, item in view.timeline:
+    finish_transcript(view, render_timeline(view, Walk(), len(view.timeline), extras))
+
+
+def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras | None = None) -> Walk:
+    """Draw the timeline items from `walk.position` up to `stop` (round headers, bubbles, moderator
+    actions, the footers of the rounds left behind); `walk` is advanced and returned. The last
+    round's footer is left to `finish_transcript`: more of that round may follow."""
+    for kind, item in view.timeline[walk.position:stop]:
+        walk.position += 1
         if kind == "steer":
-            _steer(item, steer_index[id(item)])
+            _steer(item, next(j for j, e in enumerate(view.steering) if e is item))
             continue
-        k = index[item]
+        k = view.turn_index(item)
         turn = view.turns[k]
-        if turn.round != current:
-            if current is not None:
-                _round_footer(view, current, shown)
-            current = turn.round
-            if current not in shown:
-                with st.container(key=f"round_{current}"):
-                    st.markdown(f"#### {_round_title(view, current)}")
-                    st.caption(md_escape(round_status(view, current)))
+        if turn.round != walk.current:
+            if walk.current is not None:
+                _round_footer(view, walk.current, walk.shown)
+            walk.current = turn.round
+            if walk.current not in walk.shown:
+                with st.container(key=f"round_{walk.current}"):
+                    st.markdown(f"#### {_round_title(view, walk.current)}")
+                    st.caption(md_escape(round_status(view, walk.current)))
         _bubble(view, turn, k, extras)
-    if current is not None:
-        _round_footer(view, current, shown)
+    return walk
+
+
+def finish_transcript(view: DebateView, walk: Walk) -> None:
+    """The footer of the last round drawn."""
+    if walk.current is not None:
+        _round_footer(view, walk.current, walk.shown)
 
 
 def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None) -> None:
@@ -191,16 +216,44 @@ def _round_footer(view: DebateView, rnd: int, shown: set[int]) -> None:
 
 
 # ----- decision, reference, usage ---------------------------------------------------------------
+def decision_texts(view: DebateView) -> tuple[str, str]:
+    """(the decided answer, short; the full text it was decided from) for the decision card.
+
+    The answer is the decision's extracted final answer (a convergence winner's whole draft
+    reads as its `Final answer:` line). The full text is the winning agent's last discussion
+    reply of the deciding round or before, the judge's reply when the judge stated the
+    answer, else the decision's own answer."""
+    decision = view.decision
+    if decision is None:
+        return "", ""
+    answer = str(decision.details.get("final_answer") or "") or final_answer(decision.answer) or decision.answer
+    full = ""
+    if decision.winner_agent == "judge":
+        full = str(decision.details.get("judgment") or "")
+    elif decision.winner_agent:
+        said = [t.text for t in view.turns if t.agent == decision.winner_agent and t.kind in DISCUSSION_KINDS
+                and t.status == "ok" and t.round <= decision.round]
+        full = said[-1] if said else ""
+    return answer.strip(), (full or decision.answer).strip()
+
+
 def render_decision(view: DebateView) -> None:
-    """The decision card (winning answer, protocol, tally, fallback / forced notes)."""
+    """The decision card: the extracted answer, the full winning text one click away (plain
+    text), protocol, tally, fallback / forced notes."""
     decision = view.decision
     if decision is None:
         if view.status in ("stopped", "failed", "interrupted"):
             st.info(f"No decision: the debate {view.status}. {view.finish_reason}".strip())
         return
+    answer, full = decision_texts(view)
     with st.container(key="decision_card", border=True):
         st.markdown("### Decision")
-        st.markdown(decision.answer or "(empty answer)")
+        with st.container(key="decision_answer"):
+            st.markdown(f"#### {md_escape(short(answer, 300))}" if answer else "(empty answer)")
+        if full and full != answer:
+            who = f" ({md_escape(decision.winner_agent)})" if decision.winner_agent else ""
+            with st.expander(f"Full winning text{who}", key="decision_full_text"):
+                st.text(full)
         facts = [f"protocol **{md_escape(decision.protocol)}**", f"round {decision.round}"]
         if decision.winner_agent:
             facts.append(f"winner **{md_escape(decision.winner_agent)}**")

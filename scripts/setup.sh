@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
 # Set up MAD Lab on a fresh machine: a virtual environment in .venv with every pinned
-# package, llama-cpp-python built with flags that run on CPUs without AMX (the default
-# -march=native build segfaults on these machines), and, with --browser, Debian's
-# Chromium for the end-to-end tests.
+# package, llama.cpp's server installed as .venv/bin/llama-server (built with flags that run
+# on CPUs without AMX: the default -march=native build segfaults on these machines), and,
+# with --browser, Debian's Chromium for the end-to-end tests.
 #
-# The llama-cpp-python wheel is cached outside the repo, keyed by version and build flags,
-# so a second install on the same machine takes seconds; a fresh machine builds it (~7 min).
+# llama-server is built from the llama.cpp source vendored in the pinned llama-cpp-python
+# sdist (only its source is used: the Python binding is not installed). The binary is cached
+# outside the repo, keyed by version and build flags, so a second install on the same machine
+# takes seconds; a fresh machine builds it (about 7 min on 2 cores). MADLAB_CUDA=1 builds it
+# with CUDA (MADLAB_CUDA_ARCHITECTURES, e.g. 90, narrows the GPU architectures compiled).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LLAMA_VERSION=0.3.36
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
-if [ "${MADLAB_CUDA:-0}" = "1" ]; then LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS -DGGML_CUDA=ON"; fi
+LLAMA_VERSION=0.3.36  # the llama-cpp-python sdist whose vendored llama.cpp is built
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=Release"
+# Nothing fetched at build or run time: no web UI (neither built with npm nor downloaded), no
+# HTTPS model downloads; no tests or examples.
+LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF"
+LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+if [ "${MADLAB_CUDA:-0}" = "1" ]; then
+  LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS -DGGML_CUDA=ON"
+  if [ -n "${MADLAB_CUDA_ARCHITECTURES:-}" ]; then
+    LLAMA_CMAKE_ARGS="$LLAMA_CMAKE_ARGS -DCMAKE_CUDA_ARCHITECTURES=$MADLAB_CUDA_ARCHITECTURES"
+  fi
+fi
 PY=${PYTHON:-python3}
 
 want_browser=0
@@ -21,6 +34,28 @@ for arg in "$@"; do
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
+
+# Build llama-server once per machine and flag set into $1 (atomically: a half-built
+# binary never sits under the final name).
+work=
+trap 'rm -rf "${work:-}"' EXIT
+build_llama_server() {
+  local dest=$1
+  work=$(mktemp -d "${dest}.tmp.XXXXXX")
+  echo "Building llama-server (llama.cpp from llama-cpp-python $LLAMA_VERSION; a few minutes, once per machine)..."
+  "$VPY" -m pip download -q --no-binary :all: --no-deps -d "$work" "llama-cpp-python==$LLAMA_VERSION"
+  tar -xzf "$work"/llama_cpp_python-"$LLAMA_VERSION".tar.gz -C "$work"
+  local src="$work/llama_cpp_python-$LLAMA_VERSION/vendor/llama.cpp"
+  # shellcheck disable=SC2086  # the flags are meant to split
+  cmake -S "$src" -B "$work/build" $LLAMA_CMAKE_ARGS >"$work/cmake.log" 2>&1 \
+    || { tail -n 40 "$work/cmake.log" >&2; return 1; }
+  cmake --build "$work/build" --target llama-server -j"$(nproc)" >"$work/build.log" 2>&1 \
+    || { tail -n 40 "$work/build.log" >&2; return 1; }
+  mkdir -p "$work/out"
+  cp "$work/build/bin/llama-server" "$work/out/llama-server"
+  "$work/out/llama-server" --version >/dev/null 2>&1 || { echo "the built llama-server does not run" >&2; return 1; }
+  rm -rf "$dest"; mv -T "$work/out" "$dest"
+}
 
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -34,18 +69,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$req_hash" ]; then
   # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
   "$VPY" -m pip install -q -r requirements.txt -r requirements-dev.txt
   "$VPY" -m pip install -q --no-deps -r requirements-nodeps.txt
-
-  key=$(printf '%s %s' "$LLAMA_VERSION" "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
-  cache="${MADLAB_WHEEL_CACHE:-$HOME/.cache/madlab/wheels}/llama-$LLAMA_VERSION-$key"
-  if ! ls "$cache"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-    echo "Building llama-cpp-python $LLAMA_VERSION (a few minutes, once per machine)..."
-    mkdir -p "$cache.tmp"
-    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$VPY" -m pip wheel -q --no-deps --no-cache-dir \
-      -w "$cache.tmp" "llama-cpp-python==$LLAMA_VERSION"
-    rm -rf "$cache"; mv "$cache.tmp" "$cache"
-  fi
-  "$VPY" -m pip install -q --no-deps --force-reinstall "$cache"/llama_cpp_python-*.whl
   echo "$req_hash" > "$stamp"
+fi
+
+key=$(printf '%s %s' "$LLAMA_VERSION" "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-12)
+cache="${MADLAB_WHEEL_CACHE:-$HOME/.cache/madlab/wheels}/llama-server-$LLAMA_VERSION-$key"
+if [ ! -x "$cache/llama-server" ]; then
+  mkdir -p "$(dirname "$cache")"
+  build_llama_server "$cache"
+fi
+if ! cmp -s "$cache/llama-server" .venv/bin/llama-server; then
+  # Copy, then rename: a server still running from the old file keeps it.
+  cp "$cache/llama-server" .venv/bin/.llama-server.tmp
+  mv -f .venv/bin/.llama-server.tmp .venv/bin/llama-server
 fi
 
 if [ "$want_browser" = "1" ] && ! command -v chromium >/dev/null 2>&1; then

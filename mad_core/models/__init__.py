@@ -6,18 +6,26 @@ What it is for:
     attempt by ``RetryPolicy.timeout`` (in-process backends included), retries transient
     failures (waiting at least what a server's ``Retry-After`` asks), and returns a
     ``CallResult`` whose error text names the real cause.
-  * Four in-process backends are registered as litellm custom providers, so they take
+  * ``local/...`` names a GGUF model served by llama.cpp's own server, which MAD Lab
+    starts and supervises (``llama_server``); ``_route`` sends such a call through
+    litellm's OpenAI-compatible provider to that server, exactly like a remote model
+    (``local_gguf``: aliases, slots and the prompt cache).
+  * Three in-process backends are registered as litellm custom providers, so they take
     exactly the same path as remote models:
-      ``local/...``    a GGUF model run with llama-cpp-python (``local_gguf``),
       ``scripted/...`` the test double with scripted replies and faults (``scripted``),
       ``hf/...``       a Hugging Face checkpoint in a local directory (``hf_local``),
       ``callable/...`` a plain Python function (``callables``).
-  * ``validate_model_name``, ``is_serial`` and ``known_models`` tell the UI and the
-    engine what a model name means, without calling any model.
+  * A model name that is a group of the router file (``MADLAB_ROUTER``) is served by one
+    process-wide ``litellm.Router`` over several endpoints (``router``), through the same
+    streaming, timeout, cancellation and retry path.
+  * ``validate_model_name``, ``is_serial``, ``is_local``, ``response_format_support`` and
+    ``known_models`` tell the UI and the engine what a model name means (and whether its
+    backend takes a JSON-schema ``response_format``), without calling any model.
 
 What it must not do:
-  * import litellm, torch, transformers or llama_cpp at import time (they are slow);
-    they are imported inside functions,
+  * import litellm, torch or transformers at import time (they are slow); they are
+    imported inside functions. llama_cpp is never imported: llama.cpp runs in its own
+    server process, so it never shares a process with torch,
   * touch the network except for a remote model the caller asked for,
   * raise for a model's failure (``call_model`` returns status "failed" instead),
   * retry earlier than a server asked, or wait longer than ``RetryPolicy.max_delay``,
@@ -56,14 +64,16 @@ from typing import Any
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
-# Our custom providers and the modules that implement them.
+# Our own providers and the modules that implement them: all but ``local`` (see ``_route``)
+# are litellm custom providers.
 _PROVIDER_MODULES = {
     "local": "mad_core.models.local_gguf",
     "scripted": "mad_core.models.scripted",
     "hf": "mad_core.models.hf_local",
     "callable": "mad_core.models.callables",
 }
-_SERIAL_PROVIDERS = {"local", "hf"}
+_CUSTOM_PROVIDERS = ("scripted", "hf", "callable")
+_SERIAL_PROVIDERS = {"hf"}  # a local GGUF's llama-server has parallel slots
 
 # Remote providers shown on the Models page: (provider, example model, key env var, description).
 _REMOTE_PROVIDERS = [
@@ -192,6 +202,10 @@ class Request:
     max_tokens: int | None = None
     seed: int | None = None
     metadata: dict = field(default_factory=dict)
+    # OpenAI json_schema response_format (``call_model``'s ``response_format``), or None.
+    response_format: dict | None = None
+    # Extra request fields (``call_model``'s ``extra``, e.g. llama.cpp's ``repeat_penalty``).
+    extra: dict = field(default_factory=dict)
 
 
 def split_pieces(text: str) -> list[str]:
@@ -220,6 +234,10 @@ def _litellm():
     import litellm
 
     litellm.suppress_debug_info = True
+    # litellm hands every streamed piece to a thread pool for its success logging (callbacks,
+    # caching), which MAD Lab uses neither of: it cost ~40 % of per-call time against a
+    # fixed-latency model (bench/engine_overhead.py). Usage is read from the stream itself.
+    litellm.disable_streaming_logging = True
     return litellm
 
 
@@ -257,6 +275,8 @@ def _handler_class():
                 max_tokens=params.get("max_tokens", params.get("max_completion_tokens")),
                 seed=params.get("seed"),
                 metadata=dict((litellm_params or {}).get("metadata") or {}),
+                response_format=params.get("response_format"),
+                extra=dict(params.get("extra_body") or {}),
             )
             usage = None
             with contextlib.closing(iter(self.generate(request))) as items:
@@ -299,7 +319,7 @@ def _provider_module(provider: str):
 
 
 def ensure_registered() -> None:
-    """Register the ``local``, ``scripted``, ``hf`` and ``callable`` providers with litellm.
+    """Register the ``scripted``, ``hf`` and ``callable`` providers with litellm.
 
     Idempotent and thread-safe; entries already in ``litellm.custom_provider_map`` are
     kept (a provider name registered there by someone else is left to them). Also loads
@@ -309,7 +329,7 @@ def ensure_registered() -> None:
     litellm = _litellm()
     with _register_lock:
         present = {entry.get("provider") for entry in litellm.custom_provider_map}
-        for provider in _PROVIDER_MODULES:
+        for provider in _CUSTOM_PROVIDERS:
             if provider not in present:
                 handler = _handler_class()(provider, _provider_module(provider).generate)
                 litellm.custom_provider_map.append({"provider": provider, "custom_handler": handler})
@@ -373,9 +393,11 @@ def _is_network_error(exc: BaseException) -> bool:
 
 
 def _redact(text: str) -> str:
-    """Remove API keys: values of secret-looking environment variables, and key-shaped strings."""
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_ENV.search(name):
+    """Remove API keys: values of secret-looking environment variables or of those the router
+    file refers to, and key-shaped strings."""
+    secrets = [value for name, value in os.environ.items() if _SECRET_ENV.search(name)]
+    for value in secrets + _router_module().secret_values():
+        if len(value) >= 8:
             text = text.replace(value, "[REDACTED]")
     return re.sub(r"\b(?:sk|gsk|xai)-[A-Za-z0-9_\-]{16,}|\bAIza[A-Za-z0-9_\-]{35}", "[REDACTED]", text)
 
@@ -472,9 +494,9 @@ class _Pump:
     The stream is opened at once; after that the model advances only when ``next`` asks
     (as a plain loop would), so a caller blocked in ``should_stop`` holds the model back.
     ``next(timeout)`` waits at most ``timeout`` seconds. ``abandon()`` sets the attempt's
-    ``Cancellation``; the helper thread closes the stream (releasing a local model's lock,
-    an HTTP connection) as soon as the backend hands control back to it, since a
-    generator can only be closed by the thread that runs it.
+    ``Cancellation``; the helper thread closes the stream (an HTTP connection, which frees
+    a llama-server slot; an in-process backend's lock) as soon as the backend hands control
+    back to it, since a generator can only be closed by the thread that runs it.
     """
 
     def __init__(self, open_stream: Callable[[], Any]):
@@ -531,7 +553,9 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
     """
     attempt = _Attempt()
     parts: list[str] = []
-    pump = _Pump(lambda: _litellm().completion(model=model, messages=messages, stream=True, **options))
+    # A router group (mad_core.models.router) is opened through its litellm.Router, anything else by litellm.
+    complete = _router_module().completion_for(model) or _litellm().completion
+    pump = _Pump(lambda: complete(messages=messages, stream=True, **_route(model, options)))
     waited = 0.0
     try:
         while True:
@@ -566,8 +590,19 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
     return attempt
 
 
+def _route(model: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``model`` and ``options`` as litellm gets them: a ``local/...`` model goes to its llama-server.
+
+    Called in the attempt's helper thread, so starting a server counts against the attempt's timeout.
+    """
+    provider, rest = _split(model)
+    if provider == "local" and not _router_module().is_group(model):
+        model, options = _provider_module("local").route(rest, options)
+    return {"model": model, **options}
+
+
 def _close_stream(stream) -> None:
-    """Stop the backend early (releases a local model's lock, closes an HTTP stream)."""
+    """Stop the backend early (closes an HTTP stream, releases an in-process model's lock)."""
     for obj in (getattr(stream, "completion_stream", None), stream):
         close = getattr(obj, "close", None)
         if callable(close):
@@ -606,8 +641,17 @@ def call_model(
     metadata: dict | None = None,
     on_retry: Callable[[int, str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    response_format: dict | None = None,
+    extra: dict | None = None,
 ) -> CallResult:
     """Stream one chat completion through litellm and return what happened.
+
+    ``response_format`` (an OpenAI json_schema ``response_format``: see
+    ``response_format_support`` for the backends that honour it) is passed to litellm as
+    is; a custom provider sees it as ``Request.response_format``. ``extra`` holds extra
+    request fields for a backend that runs on this machine (llama.cpp's ``repeat_penalty``):
+    they are sent as ``extra_body`` to ``local/`` models and our custom providers (which see
+    ``Request.extra``), never to a remote provider.
 
     ``on_token(piece)`` gets every non-empty streamed piece; ``should_stop()`` is asked
     before each attempt and before each piece is delivered and, when true, ends the call
@@ -643,9 +687,12 @@ def call_model(
         "stream_options": {"include_usage": True},
         "metadata": dict(metadata or {}),
     }
-    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed)):
+    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed),
+                       ("response_format", response_format)):
         if value is not None:
             options[key] = value
+    if extra and _split(model)[0] in _PROVIDER_MODULES and not _router_module().is_group(model):
+        options["extra_body"] = dict(extra)  # ``_route`` keeps it for the local llama-server
     if retry.timeout is not None:
         options["timeout"] = retry.timeout
 
@@ -703,8 +750,42 @@ def _split(name: str) -> tuple[str, str]:
 
 
 def is_serial(model: str) -> bool:
-    """True for backends that serve one request at a time (local GGUF, local HF)."""
-    return _split(model)[0] in _SERIAL_PROVIDERS
+    """True for backends that serve one request at a time (a local HF checkpoint)."""
+    return _split(model)[0] in _SERIAL_PROVIDERS and not _router_module().is_group(model)
+
+
+def is_local(model: str) -> bool:
+    """True for ``local/...`` models (llama.cpp), the ones ``call_model``'s ``extra`` is meant for."""
+    return _split(model)[0] == "local" and not _router_module().is_group(model)
+
+
+# Providers whose servers compile any JSON schema into a grammar (llama.cpp's server, vLLM).
+_GRAMMAR_PROVIDERS = {"local", "hosted_vllm"}
+
+
+def response_format_support(model: str) -> str | None:
+    """How ``model`` takes a JSON-schema ``response_format`` (constrained output).
+
+    "full": any JSON schema, length and size keywords included (``local/`` models, i.e.
+    llama.cpp's server; ``hosted_vllm/``; a script with ``json_schema=True``); "subset":
+    a hosted API whose litellm entry supports response schemas
+    (``litellm.supports_response_schema``), whose strict mode may refuse length, size and
+    range keywords; None: not supported (``hf/``, ``callable/``, router groups, other
+    remote models), so the request is made in words only. No network.
+    """
+    provider, rest = _split(model)
+    if _router_module().is_group(model):
+        return None  # a group may mix backends that do and do not support it
+    if provider in _GRAMMAR_PROVIDERS:
+        return "full"
+    if provider == "scripted":
+        return _provider_module("scripted").response_format_support(rest)
+    if provider in _PROVIDER_MODULES or not rest:
+        return None
+    try:
+        return "subset" if _litellm().supports_response_schema(model=model) else None
+    except Exception:  # noqa: BLE001 - a model litellm does not know
+        return None
 
 
 def _provider_names() -> list[str]:
@@ -725,6 +806,10 @@ def validate_model_name(name: str) -> str | None:
         return "The model name is empty: names look like provider/model (e.g. openai/gpt-4o-mini)."
     if name != name.strip():
         return f"The model name {name!r} starts or ends with whitespace."
+    if _router_module().is_group(name):
+        return None
+    unread = _router_module().problem()  # a broken router file: say so where a group name is not found
+    router_problem = f" (Router groups: {unread}.)" if unread else ""
     if "/" not in name:
         return (
             f"{name!r} has no provider: names look like provider/model "
@@ -739,7 +824,7 @@ def validate_model_name(name: str) -> str | None:
         return f"{name!r} names no model after the provider {provider!r} (e.g. openai/gpt-4o-mini)."
     providers = _provider_names()
     if provider not in providers:
-        return f"Unknown provider {provider!r}. Valid providers: {_listing(providers)}."
+        return f"Unknown provider {provider!r}. Valid providers: {_listing(providers)}.{router_problem}"
     if provider in _PROVIDER_MODULES:
         return _provider_module(provider).check(rest)
     return None
@@ -764,9 +849,20 @@ def known_models() -> list[dict]:
         models.append(entry(f"hf/{alias}", "hf", f"Hugging Face checkpoint in {path}"))
     for name in scripted.script_names():
         models.append(entry(f"scripted/{name}", "scripted", "Scripted replies (test double)"))
+    router = _router_module()
+    for group, endpoints in sorted(router.groups().items()):
+        key_envs = sorted({name for params in endpoints for name in router.env_refs(params)})
+        models.append(entry(group, "router", router.describe(group), ", ".join(key_envs) or None))
+        models[-1]["key_present"] = all(os.environ.get(name) for name in key_envs)
     for _provider, example, key_env, description in _REMOTE_PROVIDERS:
         models.append(entry(example, "remote", description, key_env))
     return models
+
+
+def _router_module():
+    from mad_core.models import router
+
+    return router
 
 
 def _missing_package(module: str, package: str) -> str | None:

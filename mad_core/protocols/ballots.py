@@ -6,6 +6,13 @@ indices. The parsers accept the ways real models answer ("I vote for Solution 2.
 "1 > 3 > 2", a JSON object inside a code fence, ...) but never guess: a reply that could be
 read two ways is an invalid ballot whose `reason` says why.
 
+JSON first: a backend with constrained output answers with the JSON object of
+protocols/schemas.py ({"vote": 2}, {"approved": [1, 3]}, {"ranking": [2, 3, 1]}, or the points
+mapping {"1": 6, "2": 4}); when the whole reply is such an object (`answers.json_reply`) it
+is read and checked as JSON: every number must be a solution number, approvals and rankings
+may not repeat one, points must be whole, not negative and sum to at most the budget. Any
+other reply is read as text, as below.
+
 Reading rule for numbers: when the reply names solutions explicitly ("Solution 2",
 "Solutions 1, 3", "Option 2"), only those mentions count; otherwise every bare number does.
 A number of more than 18 digits is never a solution number or a points value.
@@ -45,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..answers import never_raises
+from ..answers import json_reply, never_raises
 from .counting import CUMULATIVE_POINTS
 
 
@@ -174,16 +181,26 @@ def _parse_approval(text: str, n_solutions: int, points: int) -> Ballot:
     return _bad(problem) if problem else _ok([n - 1 for n in numbers])
 
 
-def _parse_ranked(text: str, n_solutions: int, points: int) -> Ballot:
-    numbers = _mentioned_numbers(_clean(text))
-    if not numbers:
-        return _bad("no ranking found")
+def _repeated(numbers: list[int]) -> int | None:
+    """The first number that `numbers` holds more than once, or None."""
     times = Counter(numbers)
-    repeated = next((n for n in _first_seen(numbers) if times[n] > 1), None)
+    return next((n for n in _first_seen(numbers) if times[n] > 1), None)
+
+
+def _distinct(numbers: list[int], n_solutions: int, none: str, verb: str) -> Ballot:
+    """A ballot of solution numbers, each named once, in order (a ranking, JSON approvals);
+    `none` is the reason when there are none, `verb` says what a repeated number is."""
+    if not numbers:
+        return _bad(none)
+    repeated = _repeated(numbers)
     if repeated is not None:
-        return _bad(f"solution {repeated} is ranked more than once")
+        return _bad(f"solution {repeated} is {verb} more than once")
     problem = _out_of_range(numbers, n_solutions)
     return _bad(problem) if problem else _ok([n - 1 for n in numbers])
+
+
+def _parse_ranked(text: str, n_solutions: int, points: int) -> Ballot:
+    return _distinct(_mentioned_numbers(_clean(text)), n_solutions, "no ranking found", "ranked")
 
 
 # a "{...}" without braces inside that may be a JSON object: "{}" or opening with a key
@@ -267,6 +284,50 @@ def _parse_cumulative(text: str, n_solutions: int, points: int) -> Ballot:
     return _ok({number - 1: given for number, given in allocation.items()})
 
 
+# --- the JSON form (constrained output, protocols/schemas.py) --------------------------------
+
+def _json_numbers(value: Any, field: str) -> list[int]:
+    """The solution numbers of a JSON list (`field` names it in reasons)."""
+    if not isinstance(value, list):
+        raise _NotABallot(f'"{field}" must be a list of solution numbers, got {_short(value)}')
+    return [_as_solution_number(item) for item in value]
+
+
+def _json_simple(value: Any, n_solutions: int, points: int) -> Ballot:
+    number = _as_solution_number(value)
+    problem = _out_of_range([number], n_solutions)
+    return _bad(problem) if problem else _ok(number - 1)
+
+
+def _json_approval(value: Any, n_solutions: int, points: int) -> Ballot:
+    return _distinct(_json_numbers(value, "approved"), n_solutions, "no solution approved", "approved")
+
+
+def _json_ranked(value: Any, n_solutions: int, points: int) -> Ballot:
+    return _distinct(_json_numbers(value, "ranking"), n_solutions, "no ranking found", "ranked")
+
+
+# protocol -> (the key of its JSON ballot, its reader). A cumulative ballot's JSON form is
+# the points mapping itself, which its text reader reads first.
+_JSON_BALLOTS: dict[str, tuple[str, Callable[[Any, int, int], Ballot]]] = {
+    "simple_voting": ("vote", _json_simple),
+    "judge": ("vote", _json_simple),
+    "approval_voting": ("approved", _json_approval),
+    "ranked_voting": ("ranking", _json_ranked),
+}
+
+
+def _parse_json(protocol: str, text: str, n_solutions: int, points: int) -> Ballot | None:
+    """The ballot of a reply in its JSON form, or None when the reply is not in it."""
+    key, reader = _JSON_BALLOTS.get(protocol, (None, None))
+    if reader is None:
+        return None
+    reply = json_reply(text)
+    if reply is None or key not in reply:
+        return None
+    return reader(reply[key], n_solutions, points)
+
+
 _PARSERS: dict[str, Callable[[str, int, int], Ballot]] = {
     "simple_voting": _parse_simple,
     "approval_voting": _parse_approval,
@@ -287,6 +348,7 @@ def parse_ballot(
     """Parse a voting reply for `protocol` over `n_solutions` (numbered from 1 in the text).
 
     `points` is the cumulative-voting budget; giving fewer points is allowed ("up to").
+    The JSON form is read first (see the module's docstring), the text as the fallback.
     Never raises (see the module's contract): an unknown protocol is an invalid ballot too.
     """
     parser = _PARSERS.get(protocol) if isinstance(protocol, str) else None
@@ -295,7 +357,7 @@ def parse_ballot(
             f"no ballot format for protocol {_short(protocol)}; valid names: {', '.join(_PARSERS)}"
         )
     try:
-        return parser(text or "", n_solutions, points)
+        return _parse_json(protocol, text or "", n_solutions, points) or parser(text or "", n_solutions, points)
     except _NotABallot as problem:
         return _bad(str(problem))
 
@@ -361,6 +423,7 @@ _VERDICT_WORDS = re.compile(
 _DICT_TRIES = 1000  # dictionaries read before the rest of a reply is left
 _DICT_MISSES = 1000  # and openings "{" that turn out to open none
 _DICT_READS = 100  # dictionaries naming verdict words whose pairs are read, from the last
+_JSON_KEYS = 100  # keys of a JSON verdict that are read, from the first
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nt](?![a-z])|[\"'\\/])")
 _ESCAPED = {"n": "\n", "t": "\t"}
 
@@ -439,6 +502,16 @@ def _from_dict(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     return given
 
 
+def _json_text(value: Any) -> str:
+    """A JSON value as the dictionary reader sees values: text (true -> "true"; null, a
+    list or an object -> "")."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, (int, float)) else ""
+
+
 # Labelled lines: "Decision: YES", "Answer: ...", "Supported side: Negative", "Reason: ...".
 # "[^\w:=]*+[:=]" reads like "\W*?[:=]" without trying every colon of a long run; at most
 # ten non-word characters may stand between the colon and the value.
@@ -482,11 +555,18 @@ def read_judge_verdict(text: str | None) -> Verdict:
     Negative", "Reason: ...") or a reply opening with a bare yes/no. Sides are
     "affirmative" / "negative"; a value naming both or neither ("Affirmative or Negative")
     is None. Never raises; an unreadable reply is Verdict(None, "", None, "").
+
+    A reply that is one JSON object (`answers.json_reply`: the constrained form
+    {"decision": "YES", "side": "Negative", "answer": ..., "reason": ...} of
+    protocols/schemas.py, or MAD's dictionary in JSON) is read with Python's JSON parser,
+    by the same keys (its first 100), before any of the above.
     """
     raw = _without_thinking(text or "")
-    chosen: dict[str, Any] = {}
+    reply = json_reply(raw)
+    chosen: dict[str, Any] = {} if reply is None else _from_dict(
+        [(str(key), _json_text(value)) for key, value in itertools.islice(reply.items(), _JSON_KEYS)])
     read = 0
-    for span in reversed(_flat_dict_spans(raw)):
+    for span in reversed([] if chosen else _flat_dict_spans(raw)):
         if read >= _DICT_READS:
             break
         if _VERDICT_WORDS.search(raw, *span) is None:

@@ -6,7 +6,9 @@ The SBERT embedder is replaced by a cheap deterministic one (loading the real mo
 """
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from mad_core import live
 from mad_core.config import DebateConfig
-from mad_core.engine import DebateEngine
+from mad_core.engine import Controller, DebateEngine
 from mad_core.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +67,29 @@ def run_debate(question: str = "What is the capital of France?", **changes) -> s
     engine = DebateEngine(config(question, **changes), store=Store())
     list(engine.run())
     return engine.debate_id
+
+
+class Feed:
+    """A live debate, registered like any other, whose events the caller hands over one by one."""
+
+    def __init__(self, debate_id: str):
+        self.queue: queue.Queue = queue.Queue()
+        self.sent = 0
+        self.debate = live._register(live.LiveDebate(debate_id, iter(self.queue.get, None), Controller()))
+
+    def send(self, *events) -> None:
+        """Hand these events to the debate's worker and wait until it has folded them."""
+        for event in events:
+            self.queue.put(event)
+        self.sent += len(events)
+        deadline = time.monotonic() + 30
+        while self.debate.events_since(self.sent)[1] < self.sent:  # a bounded wait for the worker thread
+            assert time.monotonic() < deadline, "the live debate's worker did not take the events"
+            time.sleep(0.0002)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.debate.thread.join(timeout=30)
 
 
 def join(debate_id: str) -> None:

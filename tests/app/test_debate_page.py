@@ -158,6 +158,12 @@ def test_start_runs_the_debate_in_the_background_and_shows_it():
             "plot_timeline", "prompt_0"} <= keys(at)
     card = texts(at.get_by_key("decision_card"))
     assert "Paris" in card and "simple\\_voting" in card
+    # the extracted answer up front; the winner's whole reply one click away, as plain text
+    assert [m.value for m in at.get_by_key("decision_answer").markdown] == ["#### Paris"]
+    full = at.get_by_key("decision_card").expander[0]
+    assert full.label == "Full winning text (Agent 1)"
+    assert [t.value for t in full.text] == ["Agent 1 thinks about the zebrafinch.\nFinal answer: Paris"]
+    assert not full.markdown  # never rendered as markdown or HTML
     assert [b.disabled for b in (at.button(key=k) for k in ("pause", "resume", "stop", "force_decision"))] == \
         [True, True, True, True]
     assert len(at.get_by_key("plot_diversity").get("plotly_chart")) == 1

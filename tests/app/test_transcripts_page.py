@@ -57,6 +57,9 @@ def test_opened_debate_shows_every_turn_the_decision_and_plots():
     assert {"decision_card", "plot_diversity", "plot_entropy", "plot_votes", "plot_timeline", "usage",
             "export_json", "export_md", "export_csv", "replay_speed", "replay_start"} <= present
     assert "quokka" in texts(at.get_by_key("turn_1"))
+    assert texts(at.get_by_key("decision_answer")) == "#### Paris"
+    assert [t.value for t in at.get_by_key("decision_card").expander[0].text] == \
+        ["Agent 1 thinks about the zebrafinch.\nFinal answer: Paris"]
     assert "resume" not in present  # a finished debate cannot be resumed
 
 

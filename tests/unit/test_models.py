@@ -195,7 +195,7 @@ def test_ensure_registered_keeps_user_entries_and_registers_once(monkeypatch):
     ensure_registered()
     providers = [entry["provider"] for entry in litellm.custom_provider_map]
     assert litellm.custom_provider_map[0] is user_entry
-    assert sorted(providers) == sorted(["my-own", "local", "scripted", "hf", "callable"])
+    assert sorted(providers) == sorted(["my-own", "scripted", "hf", "callable"])  # local/ goes to llama-server
     assert call_model("scripted/echo", ASK).text == "What is 2+2?"
 
 
@@ -253,7 +253,8 @@ def test_valid_providers_are_listed():
 
 
 def test_is_serial():
-    assert is_serial(DEFAULT_MODEL) and is_serial("hf//some/dir")
+    assert is_serial("hf//some/dir")
+    assert not is_serial(DEFAULT_MODEL)  # its llama-server has parallel slots
     assert not is_serial("scripted/echo") and not is_serial("openai/gpt-4o-mini")
 
 

@@ -25,7 +25,9 @@ from hypothesis import strategies as st
 
 from mad_core import answers
 from mad_core.answers import (
+    extracted_answer,
     final_answer,
+    json_reply,
     never_raises,
     normalize_answer,
     parse_agreement,
@@ -148,6 +150,14 @@ def check_stripped(result: Any, text: str) -> None:
     assert isinstance(result, str) and len(result) <= len(text)
 
 
+def check_json_reply(result: Any, text: str) -> None:
+    assert result is None or (isinstance(result, dict) and (text or "").rstrip().endswith(("}", "```")))
+
+
+def check_extracted(result: Any, text: str) -> None:
+    assert isinstance(result, str) and result == result.strip()
+
+
 READERS: dict[str, tuple[Callable[[str], Any], Callable[[Any, str], None]]] = {
     "parse_judge_verdict": (parse_judge_verdict, check_verdict),
     "read_judge_verdict": (read_judge_verdict, check_read_verdict),
@@ -157,6 +167,8 @@ READERS: dict[str, tuple[Callable[[str], Any], Callable[[Any, str], None]]] = {
     "parse_confidence": (parse_confidence, check_confidence),
     "strip_final_answer": (strip_final_answer, check_stripped),
     "strip_confidence": (strip_confidence, check_stripped),
+    "json_reply": (json_reply, check_json_reply),
+    "extracted_answer": (extracted_answer, check_extracted),
 }
 
 # --- fuzzing: any text, every parser ------------------------------------------------------------
@@ -203,6 +215,24 @@ def test_a_single_named_solution_is_that_vote(n_and_choice, template):
     assert parse_ballot("approval_voting", reply, n) == parse_ballot("ranked_voting", reply, n) == \
         Ballot([k - 1], True)
     assert parse_ballot("cumulative_voting", reply, n).reason == "no points allocation found"
+
+
+solutions_and_ranking = st.integers(1, 30).flatmap(
+    lambda n: st.tuples(st.just(n), st.permutations(range(1, n + 1)), st.integers(0, n)))
+
+
+@given(solutions_and_ranking)
+def test_json_ballots_in_the_constrained_form_are_read_exactly(solutions_and_ranking):
+    """The JSON forms of protocols/schemas.py: {"vote": k}, {"approved": [...]}, {"ranking": [...]}, points."""
+    n, ranking, cut = solutions_and_ranking
+    assert parse_ballot("simple_voting", json.dumps({"vote": ranking[0]}), n) == Ballot(ranking[0] - 1, True)
+    approved = ranking[:max(cut, 1)]
+    assert parse_ballot("approval_voting", json.dumps({"approved": approved}), n) == \
+        Ballot([k - 1 for k in approved], True)
+    assert parse_ballot("ranked_voting", json.dumps({"ranking": ranking}), n) == Ballot([k - 1 for k in ranking], True)
+    points = {str(k): (CUMULATIVE_POINTS if k == ranking[0] else 0) for k in range(1, n + 1)}
+    assert parse_ballot("cumulative_voting", json.dumps(points), n) == \
+        Ballot({k - 1: v for k, v in ((int(k), v) for k, v in points.items())}, True)
 
 
 orders = st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.permutations(range(1, n + 1))))

@@ -400,13 +400,18 @@ def test_a_scripts_file_can_ask_for_headers_and_a_bounded_hang(tmp_path):
 # ----------------------------------------------------------------------------- the real local model
 
 
+def _requests_processing(server) -> float:
+    return server.metrics()["llamacpp:requests_processing"]
+
+
 @pytest.mark.real_model
-def test_a_timed_out_local_model_releases_its_lock():
-    from mad_core.models import local_gguf
+def test_a_timed_out_or_stopped_local_call_frees_its_server_slot():
+    from mad_core.models import llama_server, local_gguf
 
     model = models.DEFAULT_MODEL
-    warm = call_model(model, ASK, max_tokens=2, temperature=0, seed=1)  # loads the model outside the timeout
+    warm = call_model(model, ASK, max_tokens=2, temperature=0, seed=1)  # starts the server outside the timeout
     assert warm.status == "ok", warm.error
+    server = llama_server.server_for(local_gguf.resolve("smollm2-135m"))
     story = [{"role": "user", "content": "Write a very long story about a dragon."}]
     tokens: list[str] = []
     result = call_model(model, story, max_tokens=2000, temperature=0, seed=1, on_token=tokens.append,
@@ -414,8 +419,13 @@ def test_a_timed_out_local_model_releases_its_lock():
     assert result.status == "failed" and result.attempts == 1
     assert result.error.startswith("Timeout: ") and result.error.endswith("within 0.3 s (1 attempt)")
     assert result.text == "".join(tokens)
-    _llm, lock = local_gguf._models[local_gguf.resolve("smollm2-135m")]
-    assert lock.acquire(timeout=10), "the timed-out generation kept the model's lock"
-    lock.release()
+    before_stop = len(tokens)
+    stopped = call_model(model, story, max_tokens=2000, temperature=0, seed=1, on_token=tokens.append,
+                         should_stop=lambda: len(tokens) >= before_stop + 3)
+    assert stopped.status == "interrupted"
+    deadline = time.monotonic() + 10  # closing the HTTP stream made the server drop both generations
+    while _requests_processing(server) > 0:
+        assert time.monotonic() < deadline, "an abandoned generation kept its server slot"
+        time.sleep(0.1)
     after = call_model(model, ASK, max_tokens=4, temperature=0, seed=1, retry=RetryPolicy(max_attempts=1, timeout=60))
     assert after.status == "ok" and after.text.strip()

@@ -1,0 +1,198 @@
+"""The offline default model on its llama.cpp server: where a debate's time goes, and how well it votes.
+
+Each case is a separate entry of bench/run.py; all read the server's Prometheus counters
+(``/metrics`` of the llama-server that ``mad_core.models.llama_server`` supervises):
+``llamacpp:prompt_tokens_total`` / ``prompt_seconds_total`` (prefill) and
+``llamacpp:tokens_predicted_total`` / ``tokens_predicted_seconds_total`` (decode), and
+``prompt_tokens_cached_total`` when the server reports it.
+
+  debate        the default debate (``DebateConfig(question)``: 3 agents on local/smollm2-135m,
+                memory paradigm, simple voting) end to end: wall time, calls, prefill and
+                decode tokens and seconds, and their shares of the server's time
+  prompt_cache  an agent's second turn (its first prompt + its reply + a new message): tokens
+                prefilled and prefill seconds on the agent's own slot (the prompt cache holds
+                the first turn) and on a slot that never saw it
+  parallel      one simultaneous round of 3 agents, the 3 calls at once (the server's
+                parallel slots) and one after another (max_concurrency 1): wall and tokens/s
+  ballots       the invalid-ballot rate of simple voting over N default debates (first
+                ballots, and after the re-asks)
+
+    .venv/bin/python bench/local_model.py debate
+    .venv/bin/python bench/local_model.py ballots --debates 20
+    .venv/bin/python bench/local_model.py parallel --max-tokens 96
+
+Skipped, with the reason, when the default model or llama-server is not installed. Slow on a
+CPU: the default model decodes ~78 tokens/s on 2 idle cores (README, CONVENTIONS).
+"""
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Result, finish, parser  # noqa: E402
+
+QUESTION = "A farmer has 17 sheep. All but 9 run away. How many sheep are left?"
+PREFILL, DECODE = "llamacpp:prompt_seconds_total", "llamacpp:tokens_predicted_seconds_total"
+PROMPT_TOKENS, DECODED = "llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total"
+CACHED = "llamacpp:prompt_tokens_cached_total"
+CASES = ("debate", "prompt_cache", "parallel", "ballots")
+
+
+def server():
+    """The default model's LlamaServer, started; or a str saying why there is none."""
+    from mad_core.models import DEFAULT_MODEL, validate_model_name
+
+    problem = validate_model_name(DEFAULT_MODEL)
+    if problem:
+        return problem
+    try:
+        from mad_core.models import llama_server, local_gguf
+
+        found = llama_server.server_for(local_gguf.resolve(DEFAULT_MODEL.split("/", 1)[1]))
+        found.ensure_running()
+    except Exception as exc:  # noqa: BLE001 - the server's interface is young: say what failed
+        return f"the default model's llama-server is not usable here ({type(exc).__name__}: {exc})"
+    return found
+
+
+def counters(srv) -> dict[str, float]:
+    return srv.metrics()
+
+
+def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {key: after.get(key, 0.0) - before.get(key, 0.0) for key in after}
+
+
+def server_rows(d: dict[str, float]) -> list[list]:
+    """Prefill and decode rows from a metrics delta, with their shares of the server's time."""
+    busy = d.get(PREFILL, 0.0) + d.get(DECODE, 0.0)
+    rows = [["prefill", int(d.get(PROMPT_TOKENS, 0)), d.get(PREFILL, 0.0),
+             100 * d.get(PREFILL, 0.0) / busy if busy else 0.0],
+            ["decode", int(d.get(DECODED, 0)), d.get(DECODE, 0.0), 100 * d.get(DECODE, 0.0) / busy if busy else 0.0]]
+    if CACHED in d:
+        rows.append(["prompt tokens from the cache", int(d[CACHED]), "", ""])
+    return rows
+
+
+def default_debate(**settings):
+    from mad_core import DebateConfig, DebateEngine
+
+    config = DebateConfig.from_dict({"question": QUESTION, **settings})
+    started = time.perf_counter()
+    events = list(DebateEngine(config).run())
+    return time.perf_counter() - started, events
+
+
+def case_debate(srv, args, result: Result) -> None:
+    from mad_core.events import TurnFinished
+
+    before = counters(srv)
+    wall, events = default_debate()
+    d = delta(before, counters(srv))
+    turns = [e.turn for e in events if isinstance(e, TurnFinished)]
+    result.columns = ["part", "tokens", "seconds", "% of server time"]
+    result.rows = server_rows(d)
+    result.rows.append(["whole debate (wall)", "", wall, ""])
+    busy = d.get(PREFILL, 0.0) + d.get(DECODE, 0.0)
+    result.notes.append(f"{len(turns)} calls, status {events[-1].status}; the server was busy "
+                        f"{100 * busy / wall:.0f} % of the wall time (its seconds add up over parallel slots)")
+
+
+def case_prompt_cache(srv, args, result: Result) -> None:
+    from mad_core.models import call_model
+
+    debate = uuid.uuid4().hex
+    first = [{"role": "system", "content": "You are Agent 1, one of three debaters. Be brief."},
+             {"role": "user", "content": f"Question: {QUESTION}\nGive your answer with one reason."}]
+    reply = call_model("local/smollm2-135m", first, max_tokens=args.max_tokens, temperature=0.0,
+                       metadata={"agent": "Agent 1", "debate_id": debate})
+    second = first + [{"role": "assistant", "content": reply.text},
+                      {"role": "user", "content": "Agent 2 says 8. Do you agree? Answer in one sentence."}]
+    result.columns = ["second turn on", "prompt tokens", "prefilled", "from cache", "prefill s"]
+    for label, agent in (("the agent's own slot (cached)", "Agent 1"), ("a slot that never saw it", "Agent 9")):
+        before = counters(srv)
+        call_model("local/smollm2-135m", second, max_tokens=1, temperature=0.0,
+                   metadata={"agent": agent, "debate_id": debate})
+        d = delta(before, counters(srv))
+        cached = d.get(CACHED)
+        total = int(d.get(PROMPT_TOKENS, 0) + (cached or 0))
+        result.rows.append([label, total, int(d.get(PROMPT_TOKENS, 0)), "" if cached is None else int(cached),
+                            d.get(PREFILL, 0.0)])
+    result.notes.append("the second call decodes 1 token: its time is the prefill; 'prompt tokens' = prefilled + "
+                        "from cache (llama.cpp counts only evaluated tokens in prompt_tokens_total)")
+
+
+def case_parallel(srv, args, result: Result) -> None:
+    from mad_core.events import TurnFinished
+
+    result.columns = ["3-agent simultaneous round", "wall s", "prompt tokens", "prefill s", "decoded tokens",
+                      "decode s", "tokens / s (wall)"]
+    walls = {}
+    for label, concurrency in (("3 calls at once", 3), ("one after another", 1)):
+        before = counters(srv)
+        fresh = uuid.uuid4().hex[:8]  # a persona of its own per run: no run reuses another's prompt cache
+        agents = [{"label": f"Agent {i + 1}", "max_tokens": args.max_tokens, "temperature": 0.0,
+                   "persona": f"A careful thinker ({fresh})."} for i in range(3)]
+        wall, events = default_debate(agents=agents, paradigm="simultaneous", protocol="convergence", rounds=1,
+                                      max_rounds=1, max_concurrency=concurrency, seed=1)
+        d = delta(before, counters(srv))
+        assert all(e.turn.status == "ok" for e in events if isinstance(e, TurnFinished)), events[-1]
+        walls[label] = wall
+        result.rows.append([label, wall, int(d.get(PROMPT_TOKENS, 0)), d.get(PREFILL, 0.0), int(d.get(DECODED, 0)),
+                            d.get(DECODE, 0.0), d.get(DECODED, 0) / wall])
+    result.notes.append(f"serial / parallel wall: {walls['one after another'] / walls['3 calls at once']:.2f}x "
+                        f"(replies capped at {args.max_tokens} tokens, temperature 0)")
+
+
+def case_ballots(srv, args, result: Result) -> None:
+    from mad_core.events import VoteCast
+
+    first = first_invalid = final = final_invalid = finished = 0
+    started = time.perf_counter()
+    for i in range(args.debates):
+        _, events = default_debate(seed=i)
+        finished += events[-1].status == "finished"
+        votes = [e for e in events if isinstance(e, VoteCast)]
+        last: dict[tuple, VoteCast] = {}
+        for vote in votes:
+            if vote.attempt == 1:
+                first += 1
+                first_invalid += not vote.valid
+            last[(vote.round, vote.agent)] = vote
+        final += len(last)
+        final_invalid += sum(not v.valid for v in last.values())
+    result.columns = ["ballots", "count", "invalid", "invalid %"]
+    result.rows = [["first ballots", first, first_invalid, 100 * first_invalid / first if first else 0.0],
+                   ["after re-asks (vote_retries = 2)", final, final_invalid,
+                    100 * final_invalid / final if final else 0.0]]
+    result.notes.append(f"{args.debates} default debates (seeds 0..{args.debates - 1}), {finished} finished, "
+                        f"{time.perf_counter() - started:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = parser(__doc__)
+    cli.add_argument("case", choices=CASES)
+    cli.add_argument("--debates", type=int, default=20, help="ballots: debates to run")
+    cli.add_argument("--max-tokens", type=int, default=64, help="prompt_cache, parallel: reply length cap")
+    args = cli.parse_args(argv)
+
+    titles = {"debate": "Default offline debate on the llama.cpp server: prefill and decode",
+              "prompt_cache": "Prompt cache: prefill of an agent's second turn",
+              "parallel": "3-agent simultaneous round on the local server: parallel slots vs serial",
+              "ballots": f"Invalid ballots over {args.debates} default debates (simple voting)"}
+    result = Result(f"local_{args.case}", titles[args.case])
+    srv = server()
+    if isinstance(srv, str):
+        result.skipped = srv
+    else:
+        {"debate": case_debate, "prompt_cache": case_prompt_cache, "parallel": case_parallel,
+         "ballots": case_ballots}[args.case](srv, args, result)
+    return finish(result, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The JSON schemas of the short replies MAD Lab asks for, built in one place (pure).
+
+Ballots (every voting protocol), agreements (a challenge's AGREE / DISAGREE), final-answer
+extractions and the judge's verdicts and choices are short replies with a fixed shape. A
+backend that supports constrained output (llama.cpp's server, vLLM, a hosted model whose
+litellm entry says so, a script that declares it: `models.response_format_support`) is
+sent that shape as an OpenAI `response_format` of type json_schema and can only answer
+with JSON that matches it. Every other backend reads the same request in words (the
+prompts in prompts.py describe each shape) and answers in text. The readers take the JSON
+form first and the text as the fallback (`ballots.parse_ballot`, `ballots.read_judge_verdict`,
+`answers.parse_agreement`, `answers.extracted_answer`, `engine.read_label_choice`), and they
+check what a schema cannot say: a cumulative ballot's sum, and uniqueness where a backend
+ignores `uniqueItems`.
+
+The shapes (solutions are numbered from 1, as the prompts show them):
+
+  simple / judge vote   {"vote": 2}                       one of 1..n
+  approval              {"approved": [1, 3]}              unique numbers of 1..n, at least one
+  ranked                {"ranking": [2, 3, 1]}            each of 1..n once, best first
+  cumulative            {"1": 6, "2": 4, "3": 0}          whole points 0..budget for every
+                                                          solution; their sum is checked
+                                                          after parsing (at most the budget)
+  agreement             {"agree": false, "reason": "..."} reason at most 100 characters
+  extraction            {"answer": "..."}                 at most 160 characters
+  judge verdict         {"decision": "YES", "side": "Negative", "answer": "...", "reason": "..."}
+  judge choice          {"choice": "Agent 2"}             one of the participants' labels
+
+Every object lists all its properties as required and allows no others (what strict modes
+ask for). Length, size and range keywords (maxLength, minItems, maxItems, uniqueItems,
+minimum, maximum) bound a reply where a grammar enforces them (llama.cpp, vLLM); the
+hosted APIs' strict modes refuse some of them, so a "subset" backend gets the schema
+without them (`portable`) and the readers check those bounds instead.
+
+Each `ReplyFormat` also names its phase: its token limit is `config.PHASE_MAX_TOKENS`.
+Nothing here calls a model or knows a backend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import reply_max_tokens
+
+AGREEMENT_REASON_CHARS = 100
+ANSWER_CHARS = 160
+VERDICT_REASON_CHARS = 240
+JUDGE_DECISIONS = ("YES", "NO")
+JUDGE_SIDES = ("Affirmative", "Negative")
+
+# Keywords a grammar-based backend enforces and a hosted strict mode may refuse.
+_BOUNDS = frozenset({"maxLength", "minLength", "minItems", "maxItems", "uniqueItems", "minimum", "maximum"})
+
+
+@dataclass(frozen=True)
+class ReplyFormat:
+    """What a short call asks for: its phase (token limit) and the JSON schema of its reply.
+
+    `solutions` is the number of solutions on a ballot (its token limit grows with them).
+    """
+
+    phase: str
+    name: str
+    schema: dict[str, Any]
+    solutions: int = 0
+
+    def response_format(self, support: str | None) -> dict[str, Any] | None:
+        """The OpenAI `response_format` for a backend with this `support` ("full", "subset"
+        or None: none is sent)."""
+        if support not in ("full", "subset"):
+            return None
+        schema = self.schema if support == "full" else portable(self.schema)
+        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": schema, "strict": True}}
+
+    def max_tokens(self, agent_max_tokens: int) -> int:
+        """The reply's token limit (`config.PHASE_MAX_TOKENS`), never above the agent's own."""
+        return reply_max_tokens(self.phase, agent_max_tokens, self.solutions)
+
+
+def portable(schema: Any) -> Any:
+    """`schema` without the length, size and range keywords hosted strict modes may refuse."""
+    if isinstance(schema, dict):
+        return {key: portable(value) for key, value in schema.items() if key not in _BOUNDS}
+    if isinstance(schema, list):
+        return [portable(value) for value in schema]
+    return schema
+
+
+def _object(**properties: dict[str, Any]) -> dict[str, Any]:
+    """A closed object: every property required, no other allowed."""
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+def _text(max_chars: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_chars}
+
+
+def ballot_format(protocol: str, n_solutions: int, points: int) -> ReplyFormat | None:
+    """The ballot of a voting protocol over `n_solutions` (None for a protocol without one).
+
+    `points` is the cumulative-voting budget."""
+    numbers = list(range(1, n_solutions + 1))
+    number = {"type": "integer", "enum": numbers}
+
+    def numbers_list(least: int) -> dict[str, Any]:
+        return {"type": "array", "items": number, "minItems": least, "maxItems": n_solutions, "uniqueItems": True}
+
+    schemas = {
+        "simple_voting": lambda: _object(vote=number),
+        "judge": lambda: _object(vote=number),
+        "approval_voting": lambda: _object(approved=numbers_list(1)),
+        "ranked_voting": lambda: _object(ranking=numbers_list(n_solutions)),
+        "cumulative_voting": lambda: _object(
+            **{str(n): {"type": "integer", "minimum": 0, "maximum": points} for n in numbers}),
+    }
+    if protocol not in schemas:
+        return None
+    name = "vote" if protocol == "judge" else protocol.replace("_voting", "_ballot")
+    return ReplyFormat("ballot", name, schemas[protocol](), n_solutions)
+
+
+def agreement_format() -> ReplyFormat:
+    """AGREE / DISAGREE with the answer put to the agent, and why (briefly)."""
+    return ReplyFormat("agreement", "agreement",
+                       _object(agree={"type": "boolean"}, reason=_text(AGREEMENT_REASON_CHARS)))
+
+
+def extraction_format() -> ReplyFormat:
+    """The bare final answer pulled out of a reply (seed 000 E.1)."""
+    return ReplyFormat("extraction", "final_answer", _object(answer=_text(ANSWER_CHARS)))
+
+
+def verdict_format() -> ReplyFormat:
+    """The discriminative judge's verdict (seed 002): the fields its prompt asks for, and a reason."""
+    return ReplyFormat("verdict", "judge_verdict", _object(
+        decision={"type": "string", "enum": list(JUDGE_DECISIONS)},
+        side={"type": "string", "enum": list(JUDGE_SIDES)},
+        answer=_text(ANSWER_CHARS),
+        reason=_text(VERDICT_REASON_CHARS),
+    ))
+
+
+def choice_format(labels: list[str]) -> ReplyFormat:
+    """The judge names the participant whose draft is best (seed 004)."""
+    return ReplyFormat("choice", "judge_choice", _object(choice={"type": "string", "enum": list(labels)}))

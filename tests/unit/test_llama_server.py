@@ -1,0 +1,286 @@
+"""The llama-server supervisor and the ``local`` route, against a fake server binary.
+
+``fake_llama_server.py`` stands in for llama.cpp's ``llama-server``: the supervisor starts
+it as a separate process exactly as it starts the real binary (the real one is exercised
+by the ``real_model`` tests in test_real_model.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mad_core.models import call_model, is_serial, llama_server, local_gguf, validate_model_name
+from mad_core.models.llama_server import LlamaServer, LlamaServerError, SlotTable
+
+FAKE = Path(__file__).with_name("fake_llama_server.py")
+ASK = [{"role": "user", "content": "one two three four five"}]
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """Point the supervisor at the fake binary; returns a helper to read what it recorded.
+
+    Servers started during the test are stopped and forgotten afterwards (servers of the
+    real model that other tests started are left alone).
+    """
+    wrapper = tmp_path / "llama-server"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("MADLAB_LLAMA_SERVER", str(wrapper))
+    monkeypatch.setenv("FAKE_LLAMA_RECORD", str(record))
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")
+    before = set(llama_server._servers)
+
+    class Fake:
+        path = str(gguf)
+        model = local_gguf.register_local_alias(f"fake-{tmp_path.name}", gguf)
+
+        @staticmethod
+        def entries(kind: str) -> list[dict]:
+            lines = record.read_text().splitlines() if record.exists() else []
+            return [entry for entry in map(json.loads, lines) if kind in entry]
+
+    yield Fake
+    for path in set(llama_server._servers) - before:
+        llama_server._servers.pop(path).stop()
+    local_gguf._aliases.pop(Fake.model.split("/", 1)[1], None)
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie nobody has reaped yet counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ----------------------------------------------------------------------------- command line, ports, slots
+
+
+def test_command_line_binds_loopback_with_slots_batching_metrics_and_no_web_ui():
+    server = LlamaServer("/models/m.gguf", executable="/bin/llama-server", slots=3, ctx_per_slot=1000, threads=2)
+    cmd = server.command(4321)
+    assert cmd[0] == "/bin/llama-server"
+    flags = dict(zip(cmd[1::1], cmd[2::1]))
+    assert flags["--model"] == "/models/m.gguf" and flags["--host"] == "127.0.0.1" and flags["--port"] == "4321"
+    assert flags["--parallel"] == "3" and flags["--ctx-size"] == "3000" and flags["--threads"] == "2"
+    assert {"--cont-batching", "--metrics", "--no-webui"} <= set(cmd)
+    assert "--n-gpu-layers" not in cmd  # a CPU build
+    gpu = LlamaServer("/models/m.gguf", executable="x", gpu_layers=99).command(1)
+    assert gpu[gpu.index("--n-gpu-layers") + 1] == "99"
+
+
+def test_settings_come_from_the_environment(fake, monkeypatch):
+    monkeypatch.setenv("MADLAB_LLAMA_SLOTS", "3")
+    monkeypatch.setenv("MADLAB_N_CTX", "512")
+    monkeypatch.setenv("MADLAB_LLAMA_THREADS", "1")
+    server = llama_server.server_for(fake.path)
+    assert (server.slots, server.ctx_per_slot, server.threads, server.gpu_layers) == (3, 512, 1, None)  # no GPU listed
+    assert server.executable.endswith("llama-server")
+    assert llama_server.server_for(fake.path) is server  # one per file
+    assert not server.alive()  # nothing starts before the first call
+
+
+def test_bad_slot_setting_is_refused(fake, monkeypatch):
+    monkeypatch.setenv("MADLAB_LLAMA_SLOTS", "0")
+    with pytest.raises(LlamaServerError, match="MADLAB_LLAMA_SLOTS"):
+        llama_server.server_for(fake.path)
+
+
+def test_free_port_is_free_on_loopback():
+    port = llama_server.free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_each_key_keeps_its_slot_and_keys_share_once_slots_run_out():
+    table = SlotTable(3)
+    assert [table.slot_for(k) for k in "abc"] == [0, 1, 2]
+    assert [table.slot_for(k) for k in "cab"] == [2, 0, 1]  # the same slot every time
+    assert table.slot_for("d") == 2  # all slots taken: the one used least recently ("c")
+    assert table.slot_for("e") == 0 and table.slot_for("f") == 1
+    assert table.slot_for("g") == 2  # each slot has two keys now: again the least recently used
+    small = SlotTable(2, max_keys=2)
+    small.slot_for("x"), small.slot_for("y"), small.slot_for("z")  # "x" is forgotten
+    assert small.slot_for("x") in (0, 1)
+
+
+# ----------------------------------------------------------------------------- the process
+
+
+def test_starts_on_first_use_waits_until_healthy_and_restarts_when_dead(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_LOADING_S", "0.4")
+    server = llama_server.server_for(fake.path)
+    started = time.monotonic()
+    url = server.ensure_running()
+    assert time.monotonic() - started >= 0.4  # it waited for /health
+    assert url == f"http://127.0.0.1:{server.port}" and server.alive()
+    assert llama_server._get(f"{url}/health", timeout=2)[0] == 200
+    assert server.ensure_running() == url and server.starts == 1  # running: not started again
+    [start] = fake.entries("argv")
+    assert start["argv"][start["argv"].index("--host") + 1] == "127.0.0.1"
+    first = server.pid
+    os.kill(first, signal.SIGKILL)
+    assert _wait_gone(first)
+    assert server.ensure_running().startswith("http://127.0.0.1:")
+    assert server.alive() and server.pid != first and server.starts == 2
+    assert "MAD Lab starts llama-server" in server.log_path.read_text()
+
+
+def test_a_server_that_exits_at_start_fails_naming_its_log(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_EXIT", "3")
+    server = llama_server.server_for(fake.path)
+    with pytest.raises(LlamaServerError) as failed:
+        server.ensure_running()
+    message = str(failed.value)
+    assert "exited with code 3 before it was ready" in message
+    assert str(server.log_path) in message and "told to fail" in message
+    assert Path(server.log_path).parent == Path(os.environ["MADLAB_HOME"]) / "logs"
+
+
+def test_a_server_that_never_gets_ready_is_stopped_after_the_bounded_wait(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_LOADING_S", "60")
+    monkeypatch.setenv("MADLAB_LLAMA_START_TIMEOUT", "0.5")
+    server = llama_server.server_for(fake.path)
+    with pytest.raises(LlamaServerError, match=r"was not ready within 0.5 s; see its log"):
+        server.ensure_running()
+    [start] = fake.entries("argv")
+    assert _wait_gone(start["pid"]) and not server.alive()
+
+
+def test_a_server_started_from_a_short_lived_thread_outlives_it(fake):
+    # PR_SET_PDEATHSIG fires when the forking *thread* ends: the supervisor forks from its own thread.
+    server = llama_server.server_for(fake.path)
+    thread = threading.Thread(target=server.ensure_running)
+    thread.start()
+    thread.join()
+    time.sleep(0.5)
+    assert server.alive()
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    from mad_core.models import llama_server
+    server = llama_server.server_for(sys.argv[1])
+    server.ensure_running()
+    print(server.pid, flush=True)
+    if sys.argv[2] == "wait":
+        time.sleep(60)
+""")
+
+
+def _run_child(fake, how: str) -> tuple[subprocess.Popen, int]:
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, fake.path, how], stdout=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).parents[2])
+    return child, int(child.stdout.readline())
+
+
+def test_the_server_stops_when_the_program_exits(fake):
+    child, server_pid = _run_child(fake, "exit")
+    assert child.wait(timeout=30) == 0
+    assert _wait_gone(server_pid), "atexit did not stop the server"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
+def test_the_server_dies_with_a_killed_program(fake):
+    child, server_pid = _run_child(fake, "wait")
+    assert not _gone(server_pid)
+    child.kill()  # SIGKILL: no atexit
+    child.wait(timeout=10)
+    assert _wait_gone(server_pid), "the server outlived the program that started it"
+
+
+# ----------------------------------------------------------------------------- the local route
+
+
+def test_a_local_model_is_reached_like_a_remote_one_with_its_agent_slot(fake):
+    pieces: list[str] = []
+    result = call_model(fake.model, ASK, temperature=0.3, seed=7, max_tokens=9, on_token=pieces.append,
+                        metadata={"agent": "Agent 1", "debate_id": "d1", "round": 1, "kind": "discussion"})
+    assert result.status == "ok", result.error
+    assert pieces == ["one", " two", " three", " four", " five"] and result.text == "one two three four five"
+    assert (result.prompt_tokens, result.completion_tokens) == (1234, 5)  # the server's own usage
+    [request] = fake.entries("body")
+    body = request["body"]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.3, 7, 9)
+    assert body["cache_prompt"] is True and body["id_slot"] == 0
+    assert "api_key" not in json.dumps(body) and "metadata" not in body
+    for agent, debate in [("Agent 2", "d1"), ("Agent 1", "d1"), ("Agent 1", "d2")]:
+        call_model(fake.model, ASK, metadata={"agent": agent, "debate_id": debate})
+    assert [e["body"]["id_slot"] for e in fake.entries("body")] == [0, 1, 0, 2]
+    call_model(fake.model, ASK)  # no agent: the server picks a slot
+    assert "id_slot" not in fake.entries("body")[-1]["body"]
+    assert len(fake.entries("argv")) == 1  # one server served every call
+
+
+def test_a_server_that_dies_mid_call_is_restarted_and_the_call_retried(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_DIE_AFTER", "2")
+    retries: list[str] = []
+    result = call_model(fake.model, ASK, on_retry=lambda attempt, error: retries.append(error),
+                        sleep=lambda seconds: None)
+    assert result.status == "ok" and result.text == "one two three four five", result.error
+    assert result.attempts == 2 and len(retries) == 1
+    assert len(fake.entries("argv")) == 2  # restarted
+    pids = [entry["pid"] for entry in fake.entries("body")]
+    assert len(pids) == 2 and pids[0] != pids[1]
+
+
+def test_stopping_a_call_closes_its_stream(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_TOKEN_DELAY", "0.05")
+    pieces: list[str] = []
+    result = call_model(fake.model, [{"role": "user", "content": " ".join(["word"] * 200)}],
+                        on_token=pieces.append, should_stop=lambda: len(pieces) >= 3)
+    assert result.status == "interrupted" and len(pieces) == 3
+    log = llama_server.server_for(fake.path).log_path
+    deadline = time.monotonic() + 10
+    while "Broken pipe" not in log.read_text() and "Connection reset" not in log.read_text():
+        assert time.monotonic() < deadline, "the server kept writing to a stream nobody reads"
+        time.sleep(0.1)
+
+
+def test_local_names_are_checked_without_starting_anything(fake, monkeypatch, tmp_path):
+    assert validate_model_name(fake.model) is None
+    assert validate_model_name(f"local/{fake.path}") is None  # local//abs/path.gguf
+    assert "Unknown local model 'nope'" in validate_model_name("local/nope")
+    assert not fake.entries("argv")
+    assert not is_serial(fake.model)
+    nowhere = tmp_path / "empty"
+    nowhere.mkdir()
+    monkeypatch.setenv("MADLAB_LLAMA_SERVER", "")
+    monkeypatch.setattr(sys, "prefix", str(nowhere))
+    monkeypatch.setenv("PATH", str(nowhere))
+    assert "llama-server" in validate_model_name(fake.model) and "scripts/setup.sh" in validate_model_name(fake.model)
+    result = call_model(fake.model, ASK)
+    assert result.status == "failed" and "LlamaServerError" in result.error and result.attempts == 1
+
+
+def test_llama_cpp_is_never_imported_in_process():
+    # torch and llama.cpp must never share a process: llama.cpp runs only in llama-server.
+    package = Path(__file__).parents[2] / "mad_core"
+    importing = [str(path) for path in package.rglob("*.py")
+                 if re.search(r"^\s*(import|from)\s+llama_cpp\b", path.read_text(), re.MULTILINE)]
+    assert not importing
