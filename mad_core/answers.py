@@ -391,8 +391,39 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
+_JSON_DECODER = json.JSONDecoder()
+_JSON_GAP = re.compile(r"[ \t\r\n]*+")  # JSON whitespace, used with .match
+
+
+def _complete_pairs(body: str) -> dict[str, Any]:
+    """The complete top-level "key": value pairs at the start of an object cut off at the end.
+
+    `body` opens with "{". Each key and value is read with Python's JSON decoder; reading
+    stops at the first one that is unfinished (the token limit fell inside it) or not
+    followed by a comma (a number at the cut may be cut too), so a value is never taken
+    half-written. A key given twice keeps its first value.
+    """
+    pairs: dict[str, Any] = {}
+    at = _JSON_GAP.match(body, 1).end()
+    while at < len(body) and body[at] == '"':
+        try:
+            key, at = _JSON_DECODER.raw_decode(body, at)
+            at = _JSON_GAP.match(body, at).end()
+            if body[at:at + 1] != ":":
+                break
+            value, at = _JSON_DECODER.raw_decode(body, _JSON_GAP.match(body, at + 1).end())
+        except (ValueError, RecursionError):
+            break
+        at = _JSON_GAP.match(body, at).end()
+        if body[at:at + 1] != ",":
+            break  # a value at the cut may be unfinished too ("1" of "15"): only a comma closes it
+        pairs.setdefault(key, value)
+        at = _JSON_GAP.match(body, at + 1).end()
+    return pairs
+
+
 @never_raises(_no_value)
-def json_reply(text: str | None) -> dict[str, Any] | None:
+def json_reply(text: str | None, partial: bool = False) -> dict[str, Any] | None:
     """The reply as one JSON object, the form a backend with constrained output gives, or None.
 
     The whole reply must be the object, after a reasoning block (`...</think>`) and inside
@@ -400,6 +431,10 @@ def json_reply(text: str | None) -> dict[str, Any] | None:
     readers take it). An object that gives a key twice, is nested too deep for the parser,
     or holds a number of more than 4,300 digits is None too. Linear time (Python's JSON
     scanner), never raises.
+
+    With `partial`, a reply that opens as a JSON object but was cut off (the token limit
+    fell inside it) gives its complete top-level pairs (`_complete_pairs`, possibly {}),
+    so that a reader takes what was finished and never a half-written value.
     """
     body = text or ""
     last_think = None
@@ -413,6 +448,8 @@ def json_reply(text: str | None) -> dict[str, Any] | None:
         if not body.endswith("```") or len(body) < fence.end() + 3:
             return None
         body = body[fence.end():-3].strip()
+    if fence is None and partial and body.startswith("{") and not body.endswith("}"):
+        return _complete_pairs(body)
     if not (body.startswith("{") and body.endswith("}")):
         return None
     try:

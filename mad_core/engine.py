@@ -479,8 +479,9 @@ class DebateEngine:
             max_tokens, response_format = agent.max_tokens, None
             extra = dict(LOCAL_SAMPLING) if is_local(turn.model) else None
         else:
-            max_tokens, extra = reply.max_tokens(agent.max_tokens), None
-            response_format = reply.response_format(response_format_support(turn.model))
+            support = response_format_support(turn.model)
+            max_tokens, extra = reply.max_tokens(agent.max_tokens, support), None
+            response_format = reply.response_format(support)
         serial = self._serial_locks[turn.model] if is_serial(turn.model) else None
         if serial:
             serial.acquire()

@@ -559,10 +559,11 @@ def read_judge_verdict(text: str | None) -> Verdict:
     A reply that is one JSON object (`answers.json_reply`: the constrained form
     {"decision": "YES", "side": "Negative", "answer": ..., "reason": ...} of
     protocols/schemas.py, or MAD's dictionary in JSON) is read with Python's JSON parser,
-    by the same keys (its first 100), before any of the above.
+    by the same keys (its first 100), before any of the above; so is one cut off by the
+    token limit (`json_reply(..., partial=True)`: its finished fields only).
     """
     raw = _without_thinking(text or "")
-    reply = json_reply(raw)
+    reply = json_reply(raw, partial=True)
     chosen: dict[str, Any] = {} if reply is None else _from_dict(
         [(str(key), _json_text(value)) for key, value in itertools.islice(reply.items(), _JSON_KEYS)])
     read = 0
@@ -577,7 +578,9 @@ def read_judge_verdict(text: str | None) -> Verdict:
             chosen = given
             break
         chosen = chosen or given
-    lines = _from_lines(_MARKDOWN.sub("", raw))
+    # A JSON reply is read as JSON only: one cut off by the token limit gives its finished
+    # fields, never a half-written value read back as a labelled line ('"answer": "1.5 m').
+    lines = _from_lines(_MARKDOWN.sub("", raw)) if reply is None else Verdict(None, "", None, "")
     return Verdict(**{name: chosen.get(name, getattr(lines, name)) for name in _VERDICT_FIELDS})
 
 

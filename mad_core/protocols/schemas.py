@@ -36,6 +36,7 @@ Nothing here calls a model or knows a backend.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,9 +72,41 @@ class ReplyFormat:
         schema = self.schema if support == "full" else portable(self.schema)
         return {"type": "json_schema", "json_schema": {"name": self.name, "schema": schema, "strict": True}}
 
-    def max_tokens(self, agent_max_tokens: int) -> int:
-        """The reply's token limit (`config.PHASE_MAX_TOKENS`), never above the agent's own."""
-        return reply_max_tokens(self.phase, agent_max_tokens, self.solutions)
+    def max_tokens(self, agent_max_tokens: int, support: str | None = None) -> int:
+        """The reply's token limit: `config.PHASE_MAX_TOKENS`, never above the agent's own,
+        except on a backend whose grammar enforces the whole schema (`support` "full"): its
+        reply is bounded by the schema itself, so the limit is raised to the longest reply
+        the schema allows (`worst_case_tokens`) and a degenerate reply ("1.1.1.1...") fills a
+        string to its maxLength and closes the object instead of being cut off mid-JSON."""
+        limit = reply_max_tokens(self.phase, agent_max_tokens, self.solutions)
+        if support == "full":
+            return max(limit, worst_case_tokens(self.schema))
+        return limit
+
+
+_SEPARATOR_TOKENS = 4  # a grammar lets a bounded run of whitespace stand around each "{", ":", ","
+
+
+def worst_case_tokens(schema: dict[str, Any]) -> int:
+    """An upper bound on the tokens of a reply that matches `schema`, counting one token per
+    character of every value (a tokenizer never needs more, but for characters outside
+    ASCII) and a few per separator. Used where a grammar enforces the schema's bounds; a
+    string without maxLength or an array without maxItems counts as 1,000 characters."""
+    if "enum" in schema:
+        return max(len(json.dumps(value)) for value in schema["enum"])
+    kind = schema.get("type")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return 2 + sum(len(json.dumps(key)) + worst_case_tokens(value) + 2 * _SEPARATOR_TOKENS
+                       for key, value in properties.items())
+    if kind == "array":
+        items = schema.get("maxItems", 1000)
+        return 2 + items * (worst_case_tokens(schema.get("items", {})) + _SEPARATOR_TOKENS)
+    if kind == "string":
+        return 2 + schema.get("maxLength", 1000)
+    if kind == "integer":
+        return max(len(str(schema.get(bound, -10 ** 18))) for bound in ("minimum", "maximum"))
+    return 5  # boolean, null, or a number a grammar spells out briefly
 
 
 def portable(schema: Any) -> Any:

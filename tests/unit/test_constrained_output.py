@@ -23,7 +23,7 @@ from mad_core.engine import read_label_choice
 from mad_core.events import ChallengeResult, DecisionReached, VoteCast
 from mad_core.models import call_model, response_format_support
 from mad_core.protocols.ballots import Ballot, Verdict, parse_ballot, read_judge_verdict
-from mad_core.protocols.schemas import ballot_format, extraction_format, portable
+from mad_core.protocols.schemas import ballot_format, extraction_format, portable, worst_case_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
 from openai_server import OpenAIServer  # noqa: E402
@@ -348,8 +348,8 @@ def test_a_local_model_gets_the_extras_in_its_request_body(server, monkeypatch):
 
 
 # ----- per-phase token limits and the local repeat penalty --------------------------------------------
-def max_tokens_by_kind(script, agent_max_tokens: int, **settings) -> dict[str, set[int]]:
-    model, scripted = script(replies(**JSON_REPLIES), json_schema=True)
+def max_tokens_by_kind(script, agent_max_tokens: int, json_schema: bool = False, **settings) -> dict[str, set[int]]:
+    model, scripted = script(replies(**JSON_REPLIES), json_schema=json_schema)
     cfg = config(model, judge_model=model, **settings)
     run(cfg.copy(agents=[{"label": a.label, "model": model, "max_tokens": agent_max_tokens} for a in cfg.agents]))
     found: dict[str, set[int]] = {}
@@ -361,7 +361,7 @@ def max_tokens_by_kind(script, agent_max_tokens: int, **settings) -> dict[str, s
 def test_each_phase_gets_its_token_limit(script):
     assert PHASE_MAX_TOKENS == {"ballot": 24, "agreement": 48, "extraction": 64, "choice": 32, "verdict": 192}
     assert max_tokens_by_kind(script, 200, protocol="cumulative_voting", challenge=True) == \
-        {"discussion": {200}, "extraction": {64}, "vote": {24 + 8 * 3}, "challenge": {48, 200}}
+        {"discussion": {200}, "extraction": {64}, "vote": {24 + 8 * 3}, "challenge": {48}}  # all agree
     assert max_tokens_by_kind(script, 200, protocol="judge") == {"discussion": {200}, "judge": {192}}
     assert max_tokens_by_kind(script, 200, protocol="judge", judge_adaptive_break=False) == \
         {"discussion": {200}, "extraction": {64}, "judge": {32}}
@@ -371,6 +371,42 @@ def test_no_phase_gets_more_than_the_agents_max_tokens(script):
     assert max_tokens_by_kind(script, 40, protocol="simple_voting") == \
         {"discussion": {40}, "extraction": {40}, "vote": {40}}
     assert reply_max_tokens(None, 300) == 300 and reply_max_tokens("ballot", 300, 5) == 64
+
+
+def test_a_grammar_backend_gets_room_for_the_longest_reply_its_schema_allows(script):
+    # llama.cpp / vLLM enforce maxLength: a reply can be no longer than the schema allows, so the
+    # limit is that length (one token per character), never one that cuts the JSON mid-string.
+    assert worst_case_tokens(EXTRACTION["json_schema"]["schema"]) >= 2 + 160 + len('{"answer": }')
+    assert max_tokens_by_kind(script, 96, json_schema=True, protocol="judge") == \
+        {"discussion": {96}, "judge": {worst_case_tokens(VERDICT["json_schema"]["schema"])}}
+    assert max_tokens_by_kind(script, 96, json_schema=True, protocol="simple_voting") == \
+        {"discussion": {96}, "extraction": {worst_case_tokens(EXTRACTION["json_schema"]["schema"])}, "vote": {48}}
+
+
+@pytest.mark.parametrize("reply", [
+    '{"decision": "YES", "side": "Affirmative", "answer": "1.1.1.1.1.1.1.1.1.1.1.1',  # cut inside the answer
+    '{"decision": "YES", "side": "Affirmative", "answer": "1.5 m/s", "reason": "The harmonic mean of 1',
+    '{"decision": "YES", "side": "Affirmative", ',
+])
+def test_a_verdict_cut_off_by_the_token_limit_gives_its_finished_fields_only(reply):
+    verdict = read_judge_verdict(reply)
+    assert (verdict.decision, verdict.side) == (True, "affirmative")
+    assert verdict.answer in ("", "1.5 m/s") and not verdict.answer.startswith('"')
+    assert verdict.reason == ""  # never half a sentence
+
+
+@pytest.mark.parametrize("text, pairs", [
+    ('{"vote": 2', {}),  # the number may be cut ("2" of "25")
+    ('{"vote": 2,', {"vote": 2}),
+    ('{"agree": false, "reason": "Lyon is', {"agree": False}),
+    ('{"a": [1, 2], "b": {"c": "d"}, "e": "f', {"a": [1, 2], "b": {"c": "d"}}),
+    ('{', {}),
+    ('{"a": 1, "a": 2, ', {"a": 1}),
+])
+def test_json_reply_partial_keeps_only_finished_pairs(text, pairs):
+    assert json_reply(text, partial=True) == pairs
+    assert json_reply(text) is None
+    assert json_reply("Sure: " + text, partial=True) is None  # not a JSON reply at all
 
 
 def test_the_repeat_penalty_reaches_local_models_free_text_turns_only(script, monkeypatch):
