@@ -214,15 +214,23 @@ def split_pieces(text: str) -> list[str]:
 
 
 def stream_text(
-    text: str, *, token_delay: float = 0.0, first_token_delay: float = 0.0, cancel: Cancellation | None = None
+    text: str, *, token_delay: float = 0.0, first_token_delay: float = 0.0, cancel: Cancellation | None = None,
+    steady: bool = False,
 ) -> Iterator[str]:
     """Yield ``text`` as word pieces, optionally pausing before the first and between pieces.
 
-    With ``cancel``, the pauses end early and nothing more is yielded once it is set.
+    With ``cancel``, the pauses end early and nothing more is yielded once it is set. With
+    ``steady``, piece k is due ``first_token_delay + k * token_delay`` after the first
+    ``next``, as a server streams whatever time its client takes per piece; otherwise each
+    pause starts when the previous piece was taken.
     """
     cancel = cancel or Cancellation()
+    started = time.monotonic()
     for index, piece in enumerate(split_pieces(text)):
-        delay = first_token_delay if index == 0 else token_delay
+        if steady:
+            delay = started + first_token_delay + index * token_delay - time.monotonic()
+        else:
+            delay = first_token_delay if index == 0 else token_delay
         if cancel.wait(delay) if delay > 0 else cancel.is_set():
             return
         yield piece

@@ -80,6 +80,11 @@ class Script:
     retry_after_ms: float | None = None  # retry-after-ms of the same faults
     hang_s: float | None = None  # the longest a "hang"/"stall" waits (None: until released or cancelled)
     serial: bool = False  # one call at a time, a lock held while generating (like a local model)
+    # Pace by the clock, as a server does: piece k is due at first_token_delay + k * token_delay
+    # after the call started, however long the caller took over the pieces before it (a
+    # server generates while the client reads). Default: each delay runs from the previous
+    # piece being taken, so a caller that holds back (a pause) holds the model back too.
+    steady: bool = False
     json_schema: bool = False  # declares constrained output: the engine sends it JSON-schema response_formats
     history: list[dict] = field(default_factory=list)
     hanging: threading.Event = field(default_factory=threading.Event, init=False, repr=False, compare=False)
@@ -222,7 +227,7 @@ def load_scripts_file(path: str | os.PathLike) -> list[str]:
         data = yaml.safe_load(text)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of script name -> script")
-    allowed = {"replies", "token_delay", "first_token_delay", "faults", "default", "retry_after", "retry_after_ms",
+    allowed = {"replies", "token_delay", "first_token_delay", "steady", "faults", "default", "retry_after", "retry_after_ms",
                "hang_s", "serial", "json_schema"}
     for name, spec in data.items():
         unknown = set(spec or {}) - allowed
@@ -303,7 +308,8 @@ def generate(request: Request) -> Iterator[Any]:
                         "response_format": request.response_format}
                 reply = str(script.replies(request.messages, info))
             pieces = stream_text(
-                reply, token_delay=script.token_delay, first_token_delay=script.first_token_delay, cancel=cancel
+                reply, token_delay=script.token_delay, first_token_delay=script.first_token_delay, cancel=cancel,
+                steady=script.steady,
             )
             for position, piece in enumerate(pieces):
                 if position == 0 and fault == "hang":

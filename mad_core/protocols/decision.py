@@ -249,7 +249,13 @@ class Consensus(Protocol):
 
 @register("protocol", "majority_consensus")
 class MajorityConsensus(Consensus):
-    """More than half agree."""
+    """More than half agree (seed 000 §3.2: "a majority of agents agree").
+
+    Where MALLM's code differs we follow the paper: MALLM's majority consensus demands
+    unanimity while fewer than 5 turns have passed or with at most 3 panelists (its own test:
+    3 panelists, 2 agree and 1 disagrees at turn 4: no consensus), so there, with three
+    agents, "A proposes and B agrees" would not end the discussion, which seed 000's Table 2
+    (most consensus debates end in round 1) and its text do not describe."""
 
 
 @register("protocol", "supermajority_consensus")

@@ -354,3 +354,37 @@ def test_real_offline_model_streams():
     assert len(tokens) >= 3 and "".join(tokens) == result.text
     assert 0 < result.completion_tokens <= 8
     assert models.local_gguf.local_aliases()["smollm2-135m"].endswith(".gguf")
+
+
+class _Clock:
+    """A fake monotonic clock, and a Cancellation whose waits advance it and are recorded."""
+
+    def __init__(self):
+        self.now, self.waits = 100.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def wait(self, delay):
+        self.waits.append(round(delay, 6))
+        self.now += delay
+        return False
+
+    def is_set(self):
+        return False
+
+
+@pytest.mark.parametrize("steady, waits", [
+    (False, [0.5, 1.0, 1.0]),  # each pause runs from the piece the caller took
+    (True, [0.5, 0.6, 0.6]),  # piece k is due 0.5 + k s after the start: the caller's 0.4 s is not added
+])
+def test_stream_text_paces_by_the_clock_when_steady(monkeypatch, steady, waits):
+    clock = _Clock()
+    monkeypatch.setattr(models.time, "monotonic", clock.monotonic)
+    pieces = []
+    for piece in models.stream_text("one two three", first_token_delay=0.5, token_delay=1.0,
+                                             cancel=clock, steady=steady):
+        pieces.append(piece)
+        clock.now += 0.4  # the caller's own time per piece
+    assert "".join(pieces) == "one two three"
+    assert clock.waits == waits
