@@ -102,8 +102,16 @@ def main(argv: list[str] | None = None) -> int:
                         "served together once, at its longest call (a one-word vote is half a discussion call)")
     result.notes.append("'call_model alone' makes the same number of discussion calls one after another without "
                         "an engine: the model layer's (litellm's) share of the overhead")
-    result.notes.append("burst rows (no target): what is done per streamed piece (litellm's stream wrapper and "
-                        "its per-piece logging thread, the call's pump thread, token events) cannot overlap "
+    alone = [row[-1] for row in result.rows if row[0].startswith("call_model alone") and row[1] == "paced"]
+    if alone:
+        result.notes.append(
+            f"what stands in the way: the model layer alone (litellm's streaming path: a pydantic object per piece, "
+            f"then at the end of every stream its stream_chunk_builder, token counting and cost lookup) costs "
+            f"{alone[0]:.1f} % of a {args.latency_ms:g} ms call by itself, more than the target; in a simultaneous "
+            f"round the end-of-stream work of all {args.agents} calls runs one after another (one thread of Python "
+            f"at a time) after the model's last piece, so a wave pays it {args.agents} times")
+    result.notes.append("burst rows (no target): what is done per streamed piece (litellm's stream wrapper, "
+                        "the call's pump thread, token events) cannot overlap "
                         "the model's time there, so it all shows")
     return finish(result, args, profiler)
 

@@ -57,10 +57,10 @@ def main(argv: list[str] | None = None) -> int:
             return events[-1].status
 
         profiler = ThreadProfiler(enabled=args.profile)
-        started = time.perf_counter()
+        cpu_started, started = time.process_time(), time.perf_counter()
         with profiler, ThreadPoolExecutor(max_workers=args.concurrency, thread_name_prefix="bench-debate") as pool:
             statuses = list(pool.map(one_debate, range(args.debates)))
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         stored = store.db.execute("select count(*) from turns").fetchone()[0]
         store.close()
 
@@ -69,9 +69,18 @@ def main(argv: list[str] | None = None) -> int:
     result = Result("throughput", f"{args.debates} debates x {AGENTS * ROUNDS} calls, {args.concurrency} at a time, "
                                   f"model {args.latency_ms:g} ms per call ({args.pacing}), one SQLite store",
                     ["debates", "finished", "calls", "turns stored", "wall s", "ideal s", "wall / ideal",
-                     "calls / s"])
-    result.rows.append([args.debates, finished, log.calls, stored, wall, ideal, wall / ideal, log.calls / wall])
+                     "calls / s", "CPU s", "CPU ms / call"])
+    per_call = cpu / max(log.calls, 1)
+    result.rows.append([args.debates, finished, log.calls, stored, wall, ideal, wall / ideal, log.calls / wall,
+                        cpu, 1000 * per_call])
     result.targets.append(Target("wall / ideal", wall / ideal, TARGET, "x"))
+    # What stands in the way, measured: Python runs one thread at a time (the GIL), so the
+    # process's CPU time per call bounds the wall time from below whatever the concurrency.
+    result.notes.append(f"CPU-bound: the process used {cpu:.1f} s of CPU for {log.calls} calls ({1000 * per_call:.1f} ms "
+                        f"a call: litellm's streaming path, the engine's events and threads, the store); with one "
+                        f"thread of Python running at a time that alone needs >= {cpu / ideal:.1f} x ideal. "
+                        f"The target needs <= {1000 * TARGET * ideal / max(log.calls, 1):.1f} ms of CPU a call; "
+                        f"bench/engine_overhead.py's 'call_model alone' row shows litellm's share")
     if finished != args.debates:
         result.notes.append(f"{args.debates - finished} debates did not finish: {sorted(set(statuses))}")
     return finish(result, args, profiler)

@@ -13,7 +13,10 @@ every thread opens its own `Store` (the engine's background thread creates its o
 Many writers, one file: any number of threads and processes write one database at once.
 Every write transaction starts with `BEGIN IMMEDIATE` (`Store._write`), so a writer waits its
 turn (SQLite's busy timeout) instead of failing with "database is locked" the way a deferred
-transaction that read first does. Readers never wait (WAL).
+transaction that read first does. Readers never wait (WAL). Within one process the writers of
+one file first take a shared lock (`_process_write_lock`): SQLite's busy handler sleeps in
+steps of up to 100 ms and is not woken when the lock frees, so dozens of debates in one
+process (an experiment, a class) queued there for seconds; a Python lock hands over at once.
 
 Who owns a running debate: a debate row names its `owner` (host:pid:token of the engine that
 runs it) and a `heartbeat_at` that a process-wide thread (`HEARTBEATS`) refreshes every few
@@ -359,6 +362,19 @@ def _strip_ids(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----- the store ----------------------------------------------------------------------------
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _process_write_lock(path: Path) -> threading.Lock:
+    """The lock this process's writers of `path` share (a private one for ":memory:")."""
+    if str(path) == ":memory:":
+        return threading.Lock()
+    key = os.path.realpath(path)
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
 class Store:
     """One SQLite database of debates. One Store per thread: its connection is not shared.
 
@@ -372,6 +388,7 @@ class Store:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.owner = owner
+        self._write_lock = _process_write_lock(self.path)
         # timeout: a writer waits for another's transaction rather than fail (see _write).
         self.db = Database(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S))
         with self._retry_locked():
@@ -417,29 +434,32 @@ class Store:
     def _write(self):
         """One write transaction, begun IMMEDIATE: it waits for the write lock instead of failing.
 
-        Nested inside another write it is a savepoint of that one."""
+        This process's other writers of the file are waited for on `_write_lock` first (woken
+        the moment it is free), other processes' by SQLite's busy timeout. Nested inside
+        another write it is a savepoint of that one."""
         conn = self.db.conn
         if conn.in_transaction:
             with self.db.atomic():
                 yield
             return
-        for attempt in range(3):
+        with self._write_lock:
+            for attempt in range(3):
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc) or attempt == 2:
+                        raise
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == 2:
-                    raise
-        try:
-            yield
-        except BaseException:
-            self.db.rollback()
-            raise
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            self.db.rollback()
-            raise
+                yield
+            except BaseException:
+                self.db.rollback()
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                self.db.rollback()
+                raise
 
     def applied_migrations(self) -> list[str]:
         return [m.name for m in MIGRATIONS.applied(self.db)]
