@@ -5,8 +5,11 @@ solution; the solution with the single highest score wins. When two or more solu
 the top score there is no winner: the debate runs another round and votes again.
 
 Consensus protocols count how many agents agree with the current solution; consensus is
-reached when the share of agreeing agents is strictly above the protocol's fraction
-(unanimity: every agent agrees).
+reached when the share of agreeing agents is at least the protocol's fraction (unanimity:
+every agent agrees). Seed 000 contradicts itself here: §3.2 says "more than 50 %" / "more
+than 66 %", its Appendix C "requires 50 %" / "66 % of the agents to agree"; we follow its
+authors' code (MALLM's ThresholdConsensus: agreeing / agents >= 0.5, 0.66, 1.0), so 2 of 4
+agents are a majority and 2 of 3 a supermajority.
 
 Solutions are 0-based indices here. Turning model text into ballots is done in `ballots`.
 """
@@ -154,8 +157,8 @@ def tally(name: str, ballots: list, n_solutions: int) -> TallyResult:
 def consensus_reached(name: str, agree: list[bool], threshold: float | None = None) -> bool:
     """Whether the agreeing share of `agree` satisfies consensus protocol `name`.
 
-    The share must be strictly greater than the protocol's fraction (or `threshold` when
-    given); a fraction of 1.0 means every agent must agree. Entries that are not truthy
+    The share must be at least the protocol's fraction (or `threshold` when given: MALLM's
+    `>=`, see the module docstring); a fraction of 1.0 means every agent must agree. Entries that are not truthy
     (False, None) count as not agreeing. No votes at all is never a consensus.
     """
     fraction = _lookup(_CONSENSUS_FRACTIONS, name, "consensus")
@@ -168,4 +171,4 @@ def consensus_reached(name: str, agree: list[bool], threshold: float | None = No
     agreeing = sum(1 for a in agree if a)
     if fraction >= 1.0:
         return agreeing == len(agree)
-    return agreeing / len(agree) > fraction
+    return agreeing / len(agree) >= fraction

@@ -249,18 +249,15 @@ class Consensus(Protocol):
 
 @register("protocol", "majority_consensus")
 class MajorityConsensus(Consensus):
-    """More than half agree (seed 000 §3.2: "a majority of agents agree").
-
-    Where MALLM's code differs we follow the paper: MALLM's majority consensus demands
-    unanimity while fewer than 5 turns have passed or with at most 3 panelists (its own test:
-    3 panelists, 2 agree and 1 disagrees at turn 4: no consensus), so there, with three
-    agents, "A proposes and B agrees" would not end the discussion, which seed 000's Table 2
-    (most consensus debates end in round 1) and its text do not describe."""
+    """At least half agree (MALLM's majority consensus; see `counting` for seed 000's two
+    wordings). Not Yin et al.'s hybrid rule (unanimity while turns < 5 or agents <= 3), which
+    MALLM keeps apart as `hybrid_majority_consensus`: with it, "A proposes and B agrees"
+    would not end a three-agent discussion as seed 000 §3.2 describes."""
 
 
 @register("protocol", "supermajority_consensus")
 class SupermajorityConsensus(Consensus):
-    """More than 66 % agree (2 of 3 suffice)."""
+    """At least 66 % agree (2 of 3 suffice)."""
 
 
 @register("protocol", "unanimity_consensus")

@@ -133,15 +133,23 @@ def test_supermajority_two_of_three_agents_suffice():
     assert consensus_reached("supermajority_consensus", [True, False, False]) is False
 
 
-def test_supermajority_needs_more_than_66_percent():
+def test_supermajority_needs_at_least_66_percent():
     assert consensus_reached("supermajority_consensus", [True] * 2 + [False] * 2) is False
     assert consensus_reached("supermajority_consensus", [True] * 7 + [False] * 3) is True
+    # MALLM's `>= 0.66`: exactly 66 % is enough (seed 000 §3.2's "more than" would refuse it)
+    assert consensus_reached("supermajority_consensus", [True] * 33 + [False] * 17) is True
+    assert consensus_reached("supermajority_consensus", [True] * 32 + [False] * 18) is False
 
 
-def test_majority_needs_more_than_half():
-    assert consensus_reached("majority_consensus", [True, True, False, False]) is False
-    assert consensus_reached("majority_consensus", [True, True, True, False]) is True
+def test_majority_needs_at_least_half():
+    # MALLM's ThresholdConsensus (agreeing / agents >= 0.5): 2 of 4 is a majority consensus
+    assert consensus_reached("majority_consensus", [True, True, False, False]) is True
+    assert consensus_reached("majority_consensus", [True, False, False, False]) is False
     assert consensus_reached("majority_consensus", [True, True, False]) is True
+    assert consensus_reached("majority_consensus", [True, False, False]) is False
+    # cases of MALLM's own majority-consensus tests (5 panelists, after turn 5)
+    assert consensus_reached("majority_consensus", [True] * 3 + [False] * 2) is True
+    assert consensus_reached("majority_consensus", [True] * 2 + [False] * 3) is False
 
 
 def test_unanimity_needs_everyone():
@@ -158,7 +166,8 @@ def test_empty_agreement_is_never_consensus():
 def test_threshold_overrides_the_protocol_fraction():
     votes = [True, True, True, False]  # 75 %
     assert consensus_reached("unanimity_consensus", votes, threshold=0.7) is True
-    assert consensus_reached("majority_consensus", votes, threshold=0.75) is False
+    assert consensus_reached("majority_consensus", votes, threshold=0.75) is True  # at least the threshold
+    assert consensus_reached("majority_consensus", votes, threshold=0.76) is False
     assert consensus_reached("majority_consensus", votes, threshold=1.0) is False
     assert consensus_reached("majority_consensus", [True] * 4, threshold=1.0) is True
 

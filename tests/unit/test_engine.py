@@ -122,8 +122,8 @@ def test_solution_counting_ties_go_another_round(script, roles):
 
 # ----- consensus ------------------------------------------------------------------------------
 @pytest.mark.parametrize("protocol,reached", [
-    ("majority_consensus", True),        # proposer + 1 of 3 agree: 2/3 > 50 %
-    ("supermajority_consensus", True),   # 2/3 > 66 %: two of three suffice (MALLM)
+    ("majority_consensus", True),        # proposer + 1 of 3 agree: 2/3 >= 50 %
+    ("supermajority_consensus", True),   # 2/3 >= 66 %: two of three suffice (MALLM)
     ("unanimity_consensus", False),      # Agent 3 says neither AGREE nor DISAGREE
 ])
 def test_consensus_thresholds(script, protocol, reached):
@@ -190,6 +190,23 @@ def test_consensus_is_checked_after_every_answer_and_the_last_speaker_solves(scr
     assert (decision.answer, decision.winner_agent, decision.round) == ("Paris", "Agent 1", 1)
     assert [a.reached for a in of(events, DecisionAttempted)] == [True]
     assert s.calls == 3
+
+
+@pytest.mark.parametrize("protocol, speakers", [
+    ("majority_consensus", ["Agent 1", "Agent 2"]),  # 2 of 4 agree: >= 50 % (MALLM), it ends there
+    ("supermajority_consensus", ["Agent 1", "Agent 2", "Agent 3"]),  # 3 of 4 >= 66 %; 2 of 4 is not
+])
+def test_four_agents_consensus_ends_at_the_first_turn_that_reaches_the_share(script, protocol, speakers):
+    def reply(messages, info):
+        if info["metadata"]["kind"] == "extraction":
+            return "Paris"
+        if info["metadata"]["agent"] == "Agent 1":
+            return "It is Paris.\nFinal answer: Paris"
+        return "AGREE, that is right.\nFinal answer: Paris"
+    model, _ = script(reply)
+    events, _ = run(make_config(model, n=4, protocol=protocol, rounds=1, max_rounds=2))
+    assert [t.agent for t in turns(events, "discussion")] == speakers  # nobody after that speaks
+    assert of(events, DecisionReached)[0].fallback is None
 
 
 def test_the_engine_names_no_component():

@@ -138,7 +138,7 @@ TURNS = {
     # seed 000: 3 agents x 3 rounds before the vote (§3.1), round 1 = the AAD drafts (§4.3)
     "mallm_voting_aad": (3, 6, 3),
     "mallm_collective_improvement": (3, 6, 3),
-    # seed 000: the proposer, then one agreement: 2 of 3 > 50% ends it right away (§3.2; App. C; Table 2 turn 1)
+    # seed 000: the proposer, then one agreement: 2 of 3 >= 50% ends it right away (§3.2; App. C; Table 2 turn 1)
     "mallm_consensus": (0, 2, 1),
     # seed 002: 2 debaters x 3 iterations when the judge never breaks early (§4.3), then extractive mode (§2)
     "liang_two_sided": (0, 6, 3),
