@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Result, finish, parser  # noqa: E402
+from bench.common import Result, Target, finish, parser  # noqa: E402
 
 QUESTION = "A farmer has 17 sheep. All but 9 run away. How many sheep are left?"
 PREFILL, DECODE = "llamacpp:prompt_seconds_total", "llamacpp:tokens_predicted_seconds_total"
@@ -169,6 +169,8 @@ def case_ballots(srv, args, result: Result) -> None:
     result.rows = [["first ballots", first, first_invalid, 100 * first_invalid / first if first else 0.0],
                    ["after re-asks (vote_retries = 2)", final, final_invalid,
                     100 * final_invalid / final if final else 0.0]]
+    if first:
+        result.targets.append(Target("invalid ballots, as first cast", 100 * first_invalid / first, 2.0, "%"))
     result.notes.append(f"{args.debates} default debates (seeds 0..{args.debates - 1}), {finished} finished, "
                         f"{time.perf_counter() - started:.0f} s")
 

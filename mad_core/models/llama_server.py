@@ -7,8 +7,11 @@ What it is for:
     is ready; it returns the server's base URL. The ``local`` provider (``local_gguf``)
     then reaches it through litellm's OpenAI-compatible path like any remote model.
   * The server has ``MADLAB_LLAMA_SLOTS`` parallel slots (default 4) with continuous
-    batching, ``MADLAB_N_CTX`` tokens of context per slot (default 2048; ``-c`` is their
-    product), ``/metrics`` on, one thread per available core (``MADLAB_LLAMA_THREADS``
+    batching and one KV cache they share (``--kv-unified``) of ``MADLAB_N_CTX`` tokens per
+    slot (default 2048; ``-c`` is their product): a single long call (a memory debate's
+    last rounds) may use the whole pool instead of failing at one slot's share, and when
+    the pool runs short llama.cpp first drops the prompt caches of idle slots.
+    ``/metrics`` on, one thread per available core (``MADLAB_LLAMA_THREADS``
     overrides: llama.cpp's threads spin at every step, so a machine whose cores are all busy
     with other work slows them down badly), every layer on the GPU when the binary was
     built with one (``MADLAB_LLAMA_GPU_LAYERS`` overrides), no web UI.
@@ -275,6 +278,7 @@ class LlamaServer:
             "--port", str(port),
             "--parallel", str(self.slots),
             "--ctx-size", str(self.slots * self.ctx_per_slot),
+            "--kv-unified",
             "--cont-batching",
             "--metrics",
             "--threads", str(self.threads),

@@ -87,7 +87,7 @@ def test_command_line_binds_loopback_with_slots_batching_metrics_and_no_web_ui()
     flags = dict(zip(cmd[1::1], cmd[2::1]))
     assert flags["--model"] == "/models/m.gguf" and flags["--host"] == "127.0.0.1" and flags["--port"] == "4321"
     assert flags["--parallel"] == "3" and flags["--ctx-size"] == "3000" and flags["--threads"] == "2"
-    assert {"--cont-batching", "--metrics", "--no-webui"} <= set(cmd)
+    assert {"--cont-batching", "--kv-unified", "--metrics", "--no-webui"} <= set(cmd)  # one pool for all slots
     assert "--n-gpu-layers" not in cmd  # a CPU build
     gpu = LlamaServer("/models/m.gguf", executable="x", gpu_layers=99).command(1)
     assert gpu[gpu.index("--n-gpu-layers") + 1] == "99"
