@@ -1,6 +1,6 @@
 """Peak memory (RSS) of a process running the default offline debate, and of its model server.
 
-Runs ``DebateConfig(question)`` (3 agents on local/smollm2-135m) to its end in this process,
+Runs the default debate (3 agents on local/smollm2-135m, 2 rounds) to its end in this process,
 then reads the peak resident set size of this process (``getrusage``) and of the llama.cpp
 server that served it (``VmHWM`` in ``/proc/<pid>/status``; the model runs there, not in
 this process). ``peak_rss_mb(pid)`` is the hook: any benchmark or test can call it for the
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import Result, finish, parser  # noqa: E402
-from bench.local_model import QUESTION  # noqa: E402
+from bench.local_model import DEFAULT_DEBATE, QUESTION  # noqa: E402
 
 
 def peak_rss_mb(pid: int | None = None) -> float | None:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     start = peak_rss_mb()
     settings = {} if args.model is None else {"agents": [{"label": f"Agent {i + 1}", "model": model}
                                                          for i in range(3)]}
-    events = list(DebateEngine(DebateConfig.from_dict({"question": QUESTION, **settings})).run())
+    events = list(DebateEngine(DebateConfig.from_dict({"question": QUESTION, **DEFAULT_DEBATE, **settings})).run())
     result.rows.append(["this process (engine, litellm, store)", peak_rss_mb()])
     result.notes.append(f"debate {events[-1].status}; this process peaked at {start:.0f} MiB before the debate "
                         "(imports)")

@@ -87,7 +87,8 @@ def test_command_line_binds_loopback_with_slots_batching_metrics_and_no_web_ui()
     flags = dict(zip(cmd[1::1], cmd[2::1]))
     assert flags["--model"] == "/models/m.gguf" and flags["--host"] == "127.0.0.1" and flags["--port"] == "4321"
     assert flags["--parallel"] == "3" and flags["--ctx-size"] == "3000" and flags["--threads"] == "2"
-    assert {"--cont-batching", "--kv-unified", "--metrics", "--no-webui"} <= set(cmd)  # one pool for all slots
+    # one KV pool for all slots, in which idle slots keep their prompts (each agent's prompt cache)
+    assert {"--cont-batching", "--kv-unified", "--no-cache-idle-slots", "--metrics", "--no-webui"} <= set(cmd)
     assert "--n-gpu-layers" not in cmd  # a CPU build
     gpu = LlamaServer("/models/m.gguf", executable="x", gpu_layers=99).command(1)
     assert gpu[gpu.index("--n-gpu-layers") + 1] == "99"
@@ -97,8 +98,10 @@ def test_settings_come_from_the_environment(fake, monkeypatch):
     monkeypatch.setenv("MADLAB_LLAMA_SLOTS", "3")
     monkeypatch.setenv("MADLAB_N_CTX", "512")
     monkeypatch.setenv("MADLAB_LLAMA_THREADS", "1")
+    monkeypatch.setenv("MADLAB_LLAMA_ARGS", "--flash-attn on --poll 0")
     server = llama_server.server_for(fake.path)
     assert (server.slots, server.ctx_per_slot, server.threads, server.gpu_layers) == (3, 512, 1, None)  # no GPU listed
+    assert server.command(1)[-4:] == ["--flash-attn", "on", "--poll", "0"]  # the user's own flags come last
     assert server.executable.endswith("llama-server")
     assert llama_server.server_for(fake.path) is server  # one per file
     assert not server.alive()  # nothing starts before the first call
