@@ -102,6 +102,7 @@ def case_debate(srv, args, result: Result) -> None:
     result.columns = ["part", "tokens", "seconds", "% of server time"]
     result.rows = server_rows(d)
     result.rows.append(["whole debate (wall)", "", wall, ""])
+    result.targets.append(Target("default debate, end to end", wall, 60.0, "s"))
     busy = d.get(PREFILL, 0.0) + d.get(DECODE, 0.0)
     result.notes.append(f"{len(turns)} calls, status {events[-1].status}; the server was busy "
                         f"{100 * busy / wall:.0f} % of the wall time (its seconds add up over parallel slots)")
@@ -127,6 +128,15 @@ def case_prompt_cache(srv, args, result: Result) -> None:
         total = int(d.get(PROMPT_TOKENS, 0) + (cached or 0))
         result.rows.append([label, total, int(d.get(PROMPT_TOKENS, 0)), "" if cached is None else int(cached),
                             d.get(PREFILL, 0.0)])
+    # What is new since the agent's last turn: the second prompt beyond the first prompt and the
+    # reply the slot generated after it (the chat template's end-of-turn marks included).
+    new = result.rows[0][1] - reply.prompt_tokens - reply.completion_tokens
+    prefilled = result.rows[0][2]
+    result.targets.append(Target("prefilled on the agent's own slot / tokens new since its last turn",
+                                 prefilled / new if new > 0 else None, 1.1, "x"))
+    result.notes.append(f"{new} tokens are new since the agent's last turn (the second prompt, {result.rows[0][1]} "
+                        f"tokens, less the first prompt, {reply.prompt_tokens}, and the reply, "
+                        f"{reply.completion_tokens})")
     result.notes.append("the second call decodes 1 token: its time is the prefill; 'prompt tokens' = prefilled + "
                         "from cache (llama.cpp counts only evaluated tokens in prompt_tokens_total)")
 

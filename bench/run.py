@@ -42,8 +42,9 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "local_prompt_cache": ("local_model.py", ["prompt_cache"], "prefill of a second turn with the prompt cache"),
     "local_parallel": ("local_model.py", ["parallel"], "3-agent round on the local server: parallel vs serial"),
     "local_ballots": ("local_model.py", ["ballots"], "invalid-ballot rate over 20 default debates"),
+    "hf_speed": ("hf_speed.py", [], "the same debate through llama.cpp and through the in-process hf provider"),
 }
-SLOW = {"browser", "memory", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
+SLOW = {"browser", "hf_speed", "memory", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
 HEADER = """# Benchmarks
 
 Written by `bench/run.py` (see `bench/`); each section says the machine, the command and the

@@ -395,8 +395,9 @@ _JSON_DECODER = json.JSONDecoder()
 _JSON_GAP = re.compile(r"[ \t\r\n]*+")  # JSON whitespace, used with .match
 
 
-def _complete_pairs(body: str) -> dict[str, Any]:
-    """The complete top-level "key": value pairs at the start of an object cut off at the end.
+def _complete_pairs(body: str) -> dict[str, Any] | None:
+    """The complete top-level "key": value pairs at the start of a JSON object cut off at the end,
+    or None when `body` is no such object (a Python dict, an object followed by text).
 
     `body` opens with "{". Each key and value is read with Python's JSON decoder; reading
     stops at the first one that is unfinished (the token limit fell inside it) or not
@@ -405,6 +406,8 @@ def _complete_pairs(body: str) -> dict[str, Any]:
     """
     pairs: dict[str, Any] = {}
     at = _JSON_GAP.match(body, 1).end()
+    if at < len(body) and body[at] != '"':
+        return None  # not a JSON object's first key: {'single': 'quotes'}, {1: ...}
     while at < len(body) and body[at] == '"':
         try:
             key, at = _JSON_DECODER.raw_decode(body, at)
@@ -419,7 +422,9 @@ def _complete_pairs(body: str) -> dict[str, Any]:
             break  # a value at the cut may be unfinished too ("1" of "15"): only a comma closes it
         pairs.setdefault(key, value)
         at = _JSON_GAP.match(body, at + 1).end()
-    return pairs
+    # Cut off means what follows the last whole pair is the start of one more, unclosed: an
+    # object that closes and goes on with other text is not a cut-off reply.
+    return None if "}" in body[at:] else pairs
 
 
 @never_raises(_no_value)
@@ -434,7 +439,8 @@ def json_reply(text: str | None, partial: bool = False) -> dict[str, Any] | None
 
     With `partial`, a reply that opens as a JSON object but was cut off (the token limit
     fell inside it) gives its complete top-level pairs (`_complete_pairs`, possibly {}),
-    so that a reader takes what was finished and never a half-written value.
+    so that a reader takes what was finished and never a half-written value; anything else
+    that is not one whole object is still None.
     """
     body = text or ""
     last_think = None

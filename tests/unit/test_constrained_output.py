@@ -409,6 +409,15 @@ def test_json_reply_partial_keeps_only_finished_pairs(text, pairs):
     assert json_reply("Sure: " + text, partial=True) is None  # not a JSON reply at all
 
 
+@pytest.mark.parametrize("text", [
+    "{'decision': 'Yes', 'side': 'Negative'}\nAnswer: 9",  # MAD's Python dict, then a labelled line
+    '{"decision": "YES"} and then Answer: 9',  # a whole object followed by text
+    "{decision: YES",
+])
+def test_json_reply_partial_is_none_for_what_is_not_a_cut_off_json_object(text):
+    assert json_reply(text, partial=True) is None
+
+
 def test_the_repeat_penalty_reaches_local_models_free_text_turns_only(script, monkeypatch):
     model, scripted = script(replies(**JSON_REPLIES), json_schema=True)
     run(config(model, protocol="simple_voting"))
