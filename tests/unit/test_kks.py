@@ -1,0 +1,467 @@
+"""Knight-Knave-Spy puzzles (mad_core.tasks.kks): semantics, exact solver, generator, JSON."""
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mad_core.tasks import kks
+from mad_core.tasks.kks import (
+    DifferentRoles,
+    ExactlyOne,
+    Puzzle,
+    RoleCount,
+    RoleParity,
+    SameRole,
+    SameTruthfulness,
+    TruthCount,
+    TruthParity,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The paper's example (§3; game 4-1 of its released set) in our JSON format.
+PAPER_EXAMPLE = {
+    "format": "kks/1",
+    "id": "4-1",
+    "players": ["Rachel", "Violet", "Olivia", "Peter"],
+    "statements": [
+        {"speaker": "Rachel", "kind": "same_role", "players": ["Violet", "Rachel"]},
+        {"speaker": "Violet", "kind": "truth_count", "players": ["Rachel"],
+         "truthfulness": "truthful", "count": 1},
+        {"speaker": "Olivia", "kind": "truth_count", "players": ["Violet", "Rachel"],
+         "truthfulness": "truthful", "count": 1},
+        {"speaker": "Peter", "kind": "exactly_one", "statements": [
+            {"kind": "role_parity", "players": "all", "role": "knave", "parity": "even"},
+            {"kind": "truth_parity", "players": ["Rachel", "Violet", "Olivia"],
+             "truthfulness": "lying", "parity": "odd"}]},
+    ],
+    "hints": [{"kind": "role_count", "players": "all", "role": "spy", "count": 1}],
+    "solution": {"Rachel": "knight", "Violet": "knight", "Olivia": "knave", "Peter": "spy"},
+}
+
+# Records of the paper's released set (haolun-wu/ControlMAD groundtruth/4.jsonl game 1 and
+# 9.jsonl game 1), the fields the converter reads; text_game reduced to the player names.
+def _cm_record(game_id, names, schema, statement, solution):
+    text = "".join(f"---\nPlayer name: {n}\nPlayer statement: ...\n" for n in names)
+    return {"game_id": game_id, "num_player": len(names), "num_spy": 1, "num_hint": 0,
+            "raw_schema": schema, "raw_statement": statement, "raw_solution": solution,
+            "text_game": text}
+
+
+CM_4_1 = _cm_record(
+    1, ["Rachel", "Violet", "Olivia", "Peter"], [6, 4, 5, 15, 1],
+    [[[0, 1]], [[0], 1, 1], [[1, 0], 1, 1],
+     [[11, [[3, 2, 1, 0], 2, 2]], [13, [[0, 1, 2], 2, 1]]], [[0, 1, 2, 3], 1, 3]],
+    [1, 1, 2, 3])
+CM_9_1 = _cm_record(
+    1, ["Jack", "Uma", "David", "Zane", "Xavier", "Hank", "Wendy", "Peter", "Charlie"],
+    [2, 3, 12, 4, 9, 13, 4, 15, 5, 1],
+    [[[7, 1, 3, 4, 5], 3, 1], [[3, 8, 1, 2, 5, 7, 6, 4, 0], 1, 3],
+     [[4, 2, 8, 5, 3, 0, 7, 1, 6], 1, 2], [[2], 1, 1], [[2, 0]], [[4, 3, 1], 1, 1],
+     [[1], 1, 2], [[4, [[1, 5, 4], 2, 2]], [1, [[7, 5, 4], 1, 3]]],
+     [[6, 2, 5, 4, 7, 3, 0, 1], 1, 1], [[0, 1, 2, 3, 4, 5, 6, 7, 8], 1, 3]],
+    [2, 3, 2, 2, 1, 2, 2, 2, 2])
+
+SPY_HINT = RoleCount(("Alice", "Bob", "Carol"), "spy", 1)
+
+
+def _hand_unique():
+    """Alice: "I am a knave." (only a spy can say it) / Bob: "Alice is a spy." /
+    Carol: "Bob is lying." With one spy: Alice spy, Bob knight, Carol knave."""
+    return Puzzle(names=["Alice", "Bob", "Carol"],
+                  statements=[RoleCount(("Alice",), "knave", 1),
+                              RoleCount(("Alice",), "spy", 1),
+                              TruthCount(("Bob",), "lying", 1)],
+                  hints=[SPY_HINT])
+
+
+def _hand_two_solutions():
+    """Alice: "Bob is a knight." / Bob: "Alice is a knight." / Carol: "I am a knave."
+    Carol is the spy; Alice and Bob are both knights or both knaves."""
+    return Puzzle(names=["Alice", "Bob", "Carol"],
+                  statements=[RoleCount(("Bob",), "knight", 1),
+                              RoleCount(("Alice",), "knight", 1),
+                              RoleCount(("Carol",), "knave", 1)],
+                  hints=[SPY_HINT])
+
+
+# --- the paper's puzzles ------------------------------------------------------------------------
+
+def test_paper_example_solves_to_the_papers_solution():
+    p = kks.from_json(PAPER_EXAMPLE)
+    assert kks.solve(p) == [PAPER_EXAMPLE["solution"]]
+    assert kks.has_unique_solution(p)
+    assert p.names == ["Rachel", "Violet", "Olivia", "Peter"]
+
+
+def test_paper_example_text_reads_like_the_paper():
+    text = kks.from_json(PAPER_EXAMPLE).text
+    assert "Player name: Rachel\nPlayer statement: Violet and I have the same role.\n" in text
+    assert "Player statement: Rachel is telling the truth.\n" in text
+    assert ("Player statement: Among Violet and Rachel, exactly one person is telling the "
+            "truth.\n") in text
+    assert ("Player statement: Among the following two statements, exactly one is true: "
+            "(1) Among all players, the number of knaves is even. (2) Among Rachel, Violet, and "
+            "Olivia, the number of people who are lying is odd.\n") in text
+    assert text.rstrip().endswith("Message from the game manager: I am the game manager and "
+                                  "here is a hint for you: Among all players, there is exactly "
+                                  "one spy.")
+    assert text.startswith("---\nPlayer name: Rachel\n")
+    assert "is a knight" not in text and "is a spy" not in text  # the solution is not given
+
+
+@pytest.mark.parametrize("record", [CM_4_1, CM_9_1], ids=["4-1", "9-1"])
+def test_released_set_records_convert_and_solve_to_their_solution(record):
+    p = kks.from_controlmad(record)
+    assert p.id == f"{record['num_player']}-1"
+    assert len(p.statements) == record["num_player"] and len(p.hints) == 1
+    assert kks.solve(p) == [p.solution]
+
+
+def test_released_record_converts_to_the_paper_example():
+    p = kks.from_controlmad(CM_4_1)
+    example = kks.from_json(PAPER_EXAMPLE)
+    assert p.text == example.text and p.solution == example.solution
+    assert [st.kind for st in p.statements] == [st.kind for st in example.statements]
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda r: r.pop("raw_schema"), "raw_schema"),
+    (lambda r: r.update(text_game="no names here"), "text_game"),
+    (lambda r: r["raw_statement"][0].__setitem__(0, [0, 7]), "raw_statement[0]"),
+    (lambda r: r["raw_schema"].__setitem__(1, 16), "raw_statement[1]"),
+    (lambda r: r["raw_statement"][2].__setitem__(2, 9), "raw_statement[2]"),
+    (lambda r: r.update(raw_solution=[1, 1, 2]), "raw_solution"),
+])
+def test_bad_released_records_raise_naming_the_field(mutate, field):
+    record = copy.deepcopy(CM_4_1)
+    mutate(record)
+    with pytest.raises(ValueError, match=re.escape(field)):
+        kks.from_controlmad(record)
+
+
+# --- solver on hand-made puzzles -----------------------------------------------------------------
+
+def test_hand_made_unique_puzzle():
+    p = _hand_unique()
+    assert kks.solve(p) == [{"Alice": "spy", "Bob": "knight", "Carol": "knave"}]
+    assert kks.has_unique_solution(p)
+    assert kks.statement_truths(p, {"Alice": "spy", "Bob": "knight", "Carol": "knave"}) == \
+        [False, True, False]
+
+
+def test_hand_made_puzzle_with_two_solutions_returns_both_and_is_rejected():
+    p = _hand_two_solutions()
+    assert kks.solve(p) == [{"Alice": "knight", "Bob": "knight", "Carol": "spy"},
+                            {"Alice": "knave", "Bob": "knave", "Carol": "spy"}]
+    assert not kks.has_unique_solution(p)
+    assert kks.solve(p, limit=1) == [{"Alice": "knight", "Bob": "knight", "Carol": "spy"}]
+
+
+def test_solver_assumes_nothing_without_hints():
+    p = _hand_unique()
+    p.hints = []
+    # Alice can only be a spy; Bob's statement is true (knight or spy); Carol's false.
+    got = kks.solve(p)
+    assert sorted((s["Bob"], s["Carol"]) for s in got) == \
+        [("knight", "knave"), ("knight", "spy"), ("spy", "knave"), ("spy", "spy")]
+    assert all(s["Alice"] == "spy" for s in got)
+
+
+def test_hint_about_truthfulness_is_checked_after_the_statements():
+    p = _hand_two_solutions()
+    p.hints = [SPY_HINT, TruthCount(("Alice",), "truthful", 1)]
+    assert kks.solve(p) == [{"Alice": "knight", "Bob": "knight", "Carol": "spy"}]
+
+
+def test_solve_agrees_with_is_consistent_over_every_assignment():
+    import itertools
+    p = kks.from_json(PAPER_EXAMPLE)
+    every = [dict(zip(p.names, roles)) for roles in itertools.product(kks.ROLES, repeat=4)]
+    assert [a for a in every if kks.is_consistent(p, a)] == kks.solve(p)
+
+
+# --- statement semantics -------------------------------------------------------------------------
+
+ROLES = {"A": "knight", "B": "knave", "C": "spy", "D": "knave"}
+TRUTHFUL = {"A": True, "B": False, "C": True}
+T_, F_ = RoleCount(("C",), "spy", 1), RoleCount(("A",), "knave", 1)
+
+
+@pytest.mark.parametrize("statement, expected", [
+    (RoleCount(("A", "B", "D"), "knave", 2), True),
+    (RoleCount(("A", "B", "D"), "knave", 1), False),
+    (RoleCount(("A", "B", "C", "D"), "spy", 1), True),
+    (RoleCount(("B", "D"), "knight", 0), True),
+    (RoleCount(("A",), "knight", 1), True),
+    (TruthCount(("A", "B", "C"), "truthful", 2), True),
+    (TruthCount(("A", "B", "C"), "lying", 1), True),
+    (TruthCount(("A", "B", "C"), "lying", 2), False),
+    (TruthCount(("B",), "truthful", 1), False),
+    (SameRole(("B", "D")), True),
+    (SameRole(("A", "B")), False),
+    (SameRole(("B", "D", "C")), False),
+    (SameTruthfulness(("A", "C")), True),
+    (SameTruthfulness(("A", "B")), False),
+    (SameTruthfulness(("A", "B", "C")), False),
+    (DifferentRoles(("B", "D")), False),
+    (DifferentRoles(("A", "B")), True),
+    (DifferentRoles(("A", "B", "D")), True),
+    (RoleParity(("A", "B", "C", "D"), "knave", "even"), True),
+    (RoleParity(("A", "B", "C", "D"), "knave", "odd"), False),
+    (RoleParity(("A", "B", "C", "D"), "knight", "odd"), True),
+    (RoleParity(("A", "C"), "knave", "even"), True),  # zero is even
+    (TruthParity(("A", "B", "C"), "lying", "odd"), True),
+    (TruthParity(("A", "B", "C"), "truthful", "odd"), False),
+    (TruthParity(("A", "B", "C"), "truthful", "even"), True),
+    (ExactlyOne((T_, F_)), True),
+    (ExactlyOne((F_, T_)), True),
+    (ExactlyOne((T_, T_)), False),
+    (ExactlyOne((F_, F_)), False),
+    (ExactlyOne((TruthCount(("B",), "lying", 1), SameRole(("B", "D")))), False),
+], ids=lambda v: v.kind if hasattr(v, "kind") else str(v))
+def test_every_statement_kind_on_hand_computed_cases(statement, expected):
+    assert kks.evaluate(statement, ROLES, TRUTHFUL) is expected
+
+
+def test_evaluate_needs_the_truthfulness_it_talks_about():
+    with pytest.raises(ValueError, match="'B'"):
+        kks.evaluate(TruthCount(("B",), "lying", 1), ROLES, {"A": True})
+    with pytest.raises(ValueError, match="'E'"):
+        kks.evaluate(SameRole(("A", "E")), ROLES)
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+ALL = ["Rachel", "Violet", "Olivia", "Peter"]
+
+
+@pytest.mark.parametrize("statement, speaker, expected", [
+    (RoleCount(("Peter",), "knave", 1), "Peter", "I am a knave."),
+    (RoleCount(("Violet",), "spy", 1), "Peter", "Violet is a spy."),
+    (RoleCount(("Violet", "Peter"), "knave", 1), "Peter",
+     "Among Violet and I, there is exactly one knave."),
+    (RoleCount(("Violet", "Olivia", "Peter"), "knave", 2), "Peter",
+     "Among Violet, Olivia, and I, there are exactly two knaves."),
+    (RoleCount(("Violet", "Olivia"), "spy", 2), "Peter", "Violet and Olivia are both spies."),
+    (RoleCount(("Peter", "Violet", "Olivia"), "knight", 3), "Peter",
+     "Violet, Olivia, and I are all knights."),
+    (RoleCount(tuple(ALL), "spy", 1), None, "Among all players, there is exactly one spy."),
+    (TruthCount(("Rachel",), "truthful", 1), "Violet", "Rachel is telling the truth."),
+    (TruthCount(("Rachel", "Violet"), "lying", 1), "Olivia",
+     "Among Rachel and Violet, exactly one person is lying."),
+    (TruthCount(("Rachel", "Violet", "Olivia"), "truthful", 2), "Peter",
+     "Among Rachel, Violet, and Olivia, exactly two people are telling the truth."),
+    (TruthCount(("Rachel", "Violet"), "lying", 2), "Olivia", "Rachel and Violet are both lying."),
+    (SameRole(("Violet", "Rachel")), "Rachel", "Violet and I have the same role."),
+    (SameRole(("Violet", "Olivia", "Peter")), "Rachel",
+     "Violet, Olivia, and Peter all have the same role."),
+    (SameTruthfulness(("Rachel", "Violet")), "Olivia",
+     "Rachel and Violet are either both telling the truth or both lying."),
+    (SameTruthfulness(("Rachel", "Violet", "Olivia")), "Peter",
+     "Rachel, Violet, and Olivia are either all telling the truth or all lying."),
+    (DifferentRoles(("Olivia", "Peter")), "Rachel", "Olivia and Peter have different roles."),
+    (DifferentRoles(("Rachel", "Olivia", "Peter")), "Rachel",
+     "Olivia, Peter, and I do not all have the same role."),
+    (RoleParity(tuple(ALL), "knight", "odd"), "Rachel",
+     "Among all players, the number of knights is odd."),
+    (TruthParity(("Rachel", "Violet", "Olivia"), "truthful", "even"), "Peter",
+     "Among Rachel, Violet, and Olivia, the number of people who are telling the truth is even."),
+    (ExactlyOne((RoleCount(("Peter",), "knave", 1), TruthCount(("Rachel",), "lying", 1))),
+     "Peter", "Among the following two statements, exactly one is true: (1) I am a knave. "
+              "(2) Rachel is lying."),
+])
+def test_statement_text(statement, speaker, expected):
+    assert kks.statement_text(statement, speaker=speaker, players=ALL) == expected
+
+
+def test_statement_text_without_context_writes_names_out():
+    assert kks.statement_text(SameRole(("Violet", "Rachel"))) == \
+        "Violet and Rachel have the same role."
+
+
+# --- generator -----------------------------------------------------------------------------------
+
+SEEDS = {3: 40, 4: 40, 5: 40, 6: 40, 7: 40, 8: 20, 9: 20}  # 240 puzzles
+
+
+@pytest.fixture(scope="module")
+def generated():
+    return [(n, s, kks.generate(n, s)) for n, count in SEEDS.items() for s in range(count)]
+
+
+def test_generated_puzzles_have_exactly_one_solution(generated):
+    assert len(generated) == sum(SEEDS.values())
+    for n, seed, p in generated:
+        assert len(p.names) == n == len(p.statements), (n, seed)
+        assert kks.solve(p) == [p.solution], (n, seed)
+        assert list(p.solution.values()).count("spy") == 1, (n, seed)
+        assert p.hints == [RoleCount(tuple(p.names), "spy", 1)]
+        assert set(p.names) <= set(kks.NAME_POOL)
+        assert all(f"Player name: {name}\n" in p.text for name in p.names)
+
+
+def test_every_statement_kind_appears_in_generated_puzzles(generated):
+    seen = {st.kind for _, _, p in generated for st in p.statements}
+    assert seen == set(kks.STATEMENT_KINDS)
+    parts = {part.kind for _, _, p in generated for st in p.statements
+             if isinstance(st, ExactlyOne) for part in st.parts}
+    assert "exactly_one" not in parts and len(parts) >= 6
+
+
+def test_generated_truth_statements_name_only_earlier_speakers(generated):
+    for _, _, p in generated:
+        for i, st in enumerate(p.statements):
+            assert set(kks._referenced_truths(st)) <= set(p.names[:i])
+
+
+def test_generation_is_deterministic_by_seed():
+    a, b = kks.generate(6, 11), kks.generate(6, 11)
+    assert kks.to_json(a) == kks.to_json(b) and a.text == b.text
+    texts = {kks.generate(6, s).text for s in range(5)}
+    assert len(texts) == 5
+    assert kks.generate(6, 11).text != kks.generate(7, 11).text
+
+
+def test_generation_is_deterministic_across_processes():
+    code = ("import json; from mad_core.tasks import kks; "
+            "print(json.dumps(kks.to_json(kks.generate(5, 3)), sort_keys=True))")
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=ROOT, check=True).stdout.strip()
+    assert json.loads(out) == kks.to_json(kks.generate(5, 3))
+
+
+def test_generate_with_more_spies_announces_them():
+    p = kks.generate(5, 2, n_spies=2)
+    assert p.hints == [RoleCount(tuple(p.names), "spy", 2)]
+    assert list(p.solution.values()).count("spy") == 2
+    assert kks.solve(p) == [p.solution]
+
+
+def test_generate_gives_up_after_max_attempts():
+    with pytest.raises(ValueError, match="max_attempts=0"):
+        kks.generate(4, 0, max_attempts=0)
+    failures = 0
+    for seed in range(20):
+        try:
+            p = kks.generate(9, seed, max_attempts=1)
+        except ValueError as exc:
+            assert "exactly one solution" in str(exc) and "max_attempts=1" in str(exc)
+            failures += 1
+        else:
+            assert kks.solve(p) == [p.solution]
+    assert failures > 0
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"n_players": 2, "seed": 0}, "n_players"),
+    ({"n_players": 10, "seed": 0}, "n_players"),
+    ({"n_players": "5", "seed": 0}, "n_players"),
+    ({"n_players": 5, "seed": "x"}, "seed"),
+    ({"n_players": 5, "seed": 0, "n_spies": 6}, "n_spies"),
+])
+def test_generate_rejects_bad_arguments(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        kks.generate(**kwargs)
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+def test_json_round_trip_of_generated_puzzles(generated):
+    for _, _, p in generated[::7]:
+        data = kks.to_json(p)
+        again = kks.from_json(json.loads(json.dumps(data)))
+        assert again == p
+        assert kks.to_json(again) == data
+        assert again.text == p.text
+
+
+def test_json_of_the_paper_example_writes_explicit_player_lists():
+    p = kks.from_json(PAPER_EXAMPLE)
+    data = kks.to_json(p)
+    assert data["hints"] == [{"kind": "role_count", "players": ALL, "role": "spy", "count": 1}]
+    assert data["statements"][3]["statements"][0]["players"] == ALL
+    assert data["statements"][1] == PAPER_EXAMPLE["statements"][1]
+    assert kks.from_json(data) == p
+
+
+def test_json_without_solution_or_format():
+    data = copy.deepcopy(PAPER_EXAMPLE)
+    del data["solution"], data["format"], data["id"]
+    p = kks.from_json(data)
+    assert p.solution is None and "solution" not in kks.to_json(p)
+    assert kks.solve(p) == [PAPER_EXAMPLE["solution"]]
+
+
+def _bad(path, value):
+    """PAPER_EXAMPLE with the item at ``path`` set to ``value`` (deleted when value is DEL)."""
+    data = copy.deepcopy(PAPER_EXAMPLE)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is DEL:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+DEL = object()
+
+
+@pytest.mark.parametrize("data, field", [
+    ([1, 2], "puzzle"),
+    (_bad(["players"], DEL), "players"),
+    (_bad(["players"], "all"), "players"),
+    (_bad(["players", 1], "Rachel"), "players"),
+    (_bad(["players", 2], 7), "players[2]"),
+    (_bad(["format"], "kks/2"), "format"),
+    (_bad(["colour"], "red"), "colour"),
+    (_bad(["id"], 41), "id"),
+    (_bad(["statements"], PAPER_EXAMPLE["statements"][:3]), "statements"),
+    (_bad(["statements", 1, "kind"], "__import__('os')"), "statements[1].kind"),
+    (_bad(["statements", 0, "speaker"], "Violet"), "statements[0].speaker"),
+    (_bad(["statements", 0, "players"], ["Mallory", "Rachel"]), "statements[0].players[0]"),
+    (_bad(["statements", 0, "players"], ["Rachel"]), "statements[0].players"),
+    (_bad(["statements", 0, "players"], "Violet"), "statements[0].players"),
+    (_bad(["statements", 1, "players"], ["Olivia"]), "statements[1].players[0]"),
+    (_bad(["statements", 1, "truthfulness"], "honest"), "statements[1].truthfulness"),
+    (_bad(["statements", 1, "count"], True), "statements[1].count"),
+    (_bad(["statements", 1, "count"], "1"), "statements[1].count"),
+    (_bad(["statements", 2, "count"], 3), "statements[2].count"),
+    (_bad(["statements", 2, "count"], DEL), "statements[2].count"),
+    (_bad(["statements", 0, "role"], "knight"), "statements[0].role"),
+    (_bad(["statements", 3, "statements", 0, "parity"], "many"),
+     "statements[3].statements[0].parity"),
+    (_bad(["statements", 3, "statements", 0, "role"], "wizard"),
+     "statements[3].statements[0].role"),
+    (_bad(["statements", 3, "statements"], [PAPER_EXAMPLE["statements"][3]["statements"][0]]),
+     "statements[3].statements"),
+    (_bad(["statements", 3, "statements", 1], {"kind": "exactly_one", "statements": []}),
+     "statements[3].statements[1].kind"),
+    (_bad(["statements", 3, "statements", 1, "speaker"], "Peter"),
+     "statements[3].statements[1].speaker"),
+    (_bad(["hints"], {"kind": "role_count"}), "hints"),
+    (_bad(["hints", 0, "players"], ["Rachel", "Rachel"]), "hints[0].players"),
+    (_bad(["solution"], {"Rachel": "knight"}), "solution"),
+    (_bad(["solution", "Peter"], "traitor"), "solution.Peter"),
+])
+def test_bad_json_raises_value_error_naming_the_field(data, field):
+    with pytest.raises(ValueError, match=re.escape(field)):
+        kks.from_json(data)
+
+
+def test_module_documents_every_statement_kind():
+    doc = kks.__doc__
+    for kind in kks.STATEMENT_KINDS:
+        assert f"``{kind}``" in doc
+    # The documented example is the paper's example and parses as written.
+    block = doc[doc.index("    {\n      \"format\""):doc.index("(That is the paper")]
+    data = json.loads(re.sub(r"#[^\n]*", "", block))
+    assert kks.solve(kks.from_json(data)) == [data["solution"]]
