@@ -75,7 +75,9 @@ Then a lead-in ("Answer:", "The answer is") is dropped. Kind by kind:
   holding such an object or such a string) or from statements "Alice: knight", "Alice -
   Knave", "Alice = spy", "Alice (knight)", "Alice is a knight", one per name, the last one for
   each name winning; "Alice is not a knight" states nothing. "truth-teller" = knight and
-  "liar" = knave. With ``names`` every name must get a role (names matched case-insensitively,
+  "liar" = knave; so are the island words of reasoning-gym's knights_knaves puzzles (hero,
+  saint, angel, altruist, sage, pioneer = knight; villain, sinner, devil, egoist, fool,
+  laggard = knave), whose items are scored with this reader. With ``names`` every name must get a role (names matched case-insensitively,
   given back spelled as in ``names``); without, capitalised names in "Name: role" form.
 
 ``text`` -> str, SQuAD normalisation: casefold, punctuation removed, the articles a/an/the
@@ -519,7 +521,11 @@ def _read_yes_no(text: str) -> Reading:
 
 # --- Knight-Knave-Spy -----------------------------------------------------------------------------
 
-_ROLE_WORD = r"(?P<role>knights?+|knaves?+|spy|spies|truth[- ]?+tellers?+|liars?+)(?![\w])"
+# The truth-teller / liar pairs of reasoning-gym's knights_knaves (KNIGHT_KNAVE_PAIRS there).
+_KNIGHT_SYNONYMS = ("hero", "saint", "angel", "altruist", "sage", "pioneer")
+_KNAVE_SYNONYMS = ("villain", "sinner", "devil", "egoist", "fool", "laggard")
+_ROLE_WORD = (r"(?P<role>knights?+|knaves?+|spy|spies|truth[- ]?+tellers?+|liars?+|(?:"
+              + "|".join(_KNIGHT_SYNONYMS + _KNAVE_SYNONYMS) + r")(?:e?s)?+)(?![\w])")
 _STATEMENT_TAIL = (
     r"(?![\w])[\s*_\"'`]*+"
     r"(?:(?:is|was|must\s++be|would\s++be|->|→|=|:|-|–|—|\()[\s*_\"'`]*+)?+"
@@ -534,9 +540,9 @@ _NOT_NAMES = frozenset("answer final role roles the a an if so then thus therefo
 
 def _role(word: str) -> str | None:
     word = word.lower().replace(" ", "").replace("-", "")
-    if word.startswith("knight") or word.startswith("truthteller"):
+    if word.startswith(("knight", "truthteller") + _KNIGHT_SYNONYMS):
         return "knight"
-    if word.startswith("knave") or word.startswith("liar"):
+    if word.startswith(("knave", "liar") + _KNAVE_SYNONYMS):
         return "knave"
     if word in ("spy", "spies"):
         return "spy"

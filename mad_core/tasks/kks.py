@@ -16,6 +16,8 @@ only when exactly one assignment is.
   * ``to_json`` / ``from_json``  the documented format below, lossless; ``from_controlmad``
     converts one record of the paper's released set (``groundtruth/<n>.jsonl`` of
     haolun-wu/ControlMAD) into a ``Puzzle``.
+  * ``python -m mad_core.tasks.kks solve FILE`` / ``generate N_PLAYERS --seed S``  the solver
+    and generator as a command (mad_core/tasks/kks_cli.py; README "Knight-Knave-Spy puzzles").
   * ``statement_text`` / ``Puzzle.text``  the puzzle language of the paper; ``Puzzle.text`` is
     the game info block of the paper's prompts (App. C.1), ready to put into a prompt, and
     ``RULES`` states the game rules for a prompt.
@@ -249,6 +251,11 @@ class Puzzle:
         return " ".join(statement_text(h, players=self.names) for h in self.hints)
 
 
+def _member(value: Any, table: Mapping[Any, Any]) -> bool:
+    """``value in table`` for any JSON value: a list or an object is never a key (no TypeError)."""
+    return not isinstance(value, (list, dict, set)) and value in table
+
+
 def _validate(p: Puzzle) -> None:
     if not isinstance(p.names, list) or not p.names:
         raise ValueError("players: must be a non-empty list of names")
@@ -276,7 +283,7 @@ def _validate(p: Puzzle) -> None:
             raise ValueError(f"solution: must give a role for every player "
                              f"(missing {missing}, unknown {extra})")
         for n, r in p.solution.items():
-            if r not in _ROLE_INDEX:
+            if not _member(r, _ROLE_INDEX):
                 raise ValueError(f"solution.{n}: role must be one of {list(ROLES)}, got {r!r}")
     if p.id is not None and not isinstance(p.id, str):
         raise ValueError(f"id: must be a string, got {type(p.id).__name__}")
@@ -309,7 +316,7 @@ def _check_statement(st: Any, where: str, known: set[str], earlier: set[str],
             if n not in earlier:
                 raise ValueError(f"{where}.players[{j}]: {st.kind} may only refer to players "
                                  f"who spoke earlier, not {n!r}")
-    if isinstance(st, (RoleCount, RoleParity)) and st.role not in _ROLE_INDEX:
+    if isinstance(st, (RoleCount, RoleParity)) and not _member(st.role, _ROLE_INDEX):
         raise ValueError(f"{where}.role: must be one of {list(ROLES)}, got {st.role!r}")
     if isinstance(st, (TruthCount, TruthParity)) and st.truthfulness not in TRUTHFULNESS:
         raise ValueError(f"{where}.truthfulness: must be one of {list(TRUTHFULNESS)}, "
@@ -376,7 +383,7 @@ def evaluate(statement: Statement, roles: Mapping[str, str],
             raise ValueError(f"evaluate: no role given for {n!r}")
     R = []
     for n in names:
-        if roles[n] not in _ROLE_INDEX:
+        if not _member(roles[n], _ROLE_INDEX):
             raise ValueError(f"evaluate: role of {n!r} must be one of {list(ROLES)}")
         R.append(_ROLE_INDEX[roles[n]])
     T: list[Any] = [None] * len(names)
@@ -621,7 +628,7 @@ def _parse_statement(d: Any, where: str, names: list[str], nested: bool,
     if not isinstance(d, dict):
         raise ValueError(f"{where}: must be an object, got {type(d).__name__}")
     kind = d.get("kind")
-    if kind not in _FIELDS:
+    if not _member(kind, _FIELDS):
         raise ValueError(f"{where}.kind: must be one of {list(STATEMENT_KINDS)}, got {kind!r}")
     allowed = set(_FIELDS[kind]) | {"kind"} | ({"speaker"} if speaker is not None else set())
     for key in d:
@@ -717,7 +724,7 @@ def _cm_statement(schema: Any, raw: Any, names: list[str], where: str) -> Statem
         return tuple(names[i] for i in v)
 
     def code(table: dict[int, str], v: Any, what: str) -> str:
-        if v not in table:
+        if isinstance(v, bool) or not _member(v, table):
             raise ValueError(f"{where}: bad {what} code {v!r}")
         return table[v]
 
@@ -747,7 +754,7 @@ def _cm_statement(schema: Any, raw: Any, names: list[str], where: str) -> Statem
         if len(parts) != 2:
             raise ValueError(f"{where}: schema 15 needs exactly two parts")
         return ExactlyOne(parts)  # type: ignore[arg-type]
-    except (IndexError, TypeError) as exc:
+    except (IndexError, KeyError, TypeError) as exc:
         raise ValueError(f"{where}: malformed statement {raw!r} for schema {schema}") from exc
 
 
@@ -779,7 +786,7 @@ def from_controlmad(record: Mapping[str, Any]) -> Puzzle:
     solution = None
     if record.get("raw_solution") is not None:
         rs = record["raw_solution"]
-        if not isinstance(rs, list) or len(rs) != len(names) or any(v not in _CM_ROLE for v in rs):
+        if not isinstance(rs, list) or len(rs) != len(names) or any(isinstance(v, bool) or not _member(v, _CM_ROLE) for v in rs):
             raise ValueError("raw_solution: must list one role code (1, 2, 3) per player")
         solution = {nm: _CM_ROLE[v] for nm, v in zip(names, rs)}
     pid = f"{len(names)}-{record['game_id']}" if "game_id" in record else None
@@ -909,3 +916,13 @@ def generate(n_players: int, seed: int, *, n_spies: int = 1, max_attempts: int =
     raise ValueError(f"generate: no puzzle with exactly one solution for n_players={n_players}, "
                      f"seed={seed}, n_spies={n_spies} within max_attempts={max_attempts} attempts")
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m mad_core.tasks.kks solve FILE | generate N_PLAYERS --seed S``: kks_cli.main."""
+    from .kks_cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

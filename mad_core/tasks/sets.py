@@ -20,7 +20,7 @@ the file, the item id and the field), call a model, or import streamlit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,12 @@ _FILE_KEYS = frozenset("title source instruction items".split())
 
 @dataclass(frozen=True)
 class TaskItem:
-    """One question with its answer. `kind` is an answer kind of answer_types.KINDS."""
+    """One question with its answer. `kind` is an answer kind of answer_types.KINDS.
+
+    `data` is the item's source in machine-readable form where it has one (a generated
+    Knight-Knave-Spy item keeps its puzzle in the kks/1 JSON format), for showing and export;
+    it takes no part in the item's hash.
+    """
 
     id: str
     question: str
@@ -54,6 +59,7 @@ class TaskItem:
     why: str | None = None
     instruction: str = ""
     names: tuple[str, ...] | None = None
+    data: dict[str, Any] | None = dataclass_field(default=None, hash=False)
 
     def is_correct(self, answer_text: str) -> bool | None:
         """Whether `answer_text` (a reply) gives this item's answer (answer_types.is_correct)."""

@@ -237,3 +237,16 @@ def test_odd_inputs(odd):
         reading = read_answer(kind, odd)
         assert reading.value is None or reading.reason == ""
         assert is_correct(kind, odd, odd) in (True, False, None)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Riley is an altruist, and Daniel is an egoist.", {"Riley": "knight", "Daniel": "knave"}),
+    ("Final answer: Riley: hero, Daniel: villain", {"Riley": "knight", "Daniel": "knave"}),
+    ("Riley is a sage and Daniel is a fool", {"Riley": "knight", "Daniel": "knave"}),
+    ("Riley is a saint, Daniel is a devil", {"Riley": "knight", "Daniel": "knave"}),
+    ("Riley - pioneer; Daniel - laggard", {"Riley": "knight", "Daniel": "knave"}),
+    ("Riley is an angel, Daniel is not a sinner", None),  # a negation states nothing: no role for Daniel
+])
+def test_kks_reads_reasoning_gym_island_words(text, expected):
+    reading = read_answer("kks", text, names=["Riley", "Daniel"])
+    assert (reading.value if reading.valid else None) == expected

@@ -465,3 +465,154 @@ def test_module_documents_every_statement_kind():
     block = doc[doc.index("    {\n      \"format\""):doc.index("(That is the paper")]
     data = json.loads(re.sub(r"#[^\n]*", "", block))
     assert kks.solve(kks.from_json(data)) == [data["solution"]]
+
+
+# --- the command: python -m mad_core.tasks.kks -----------------------------------------------------
+
+def _cli(args, tmp_path=None, stdin=None):
+    """Run the command as a user would; (exit status, stdout, stderr)."""
+    out = subprocess.run([sys.executable, "-m", "mad_core.tasks.kks", *args], capture_output=True,
+                         text=True, cwd=ROOT, input=stdin, timeout=120)
+    return out.returncode, out.stdout, out.stderr
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_cli_solve_a_json_list_reports_each_puzzle_and_the_count(tmp_path):
+    unique = kks.to_json(_hand_unique())
+    unique["id"] = "hand-1"
+    two = kks.to_json(_hand_two_solutions())  # no id: named by its place
+    rc, out, err = _cli(["solve", _write(tmp_path, "p.json", json.dumps([PAPER_EXAMPLE, unique, two]))])
+    lines = out.splitlines()
+    assert lines[0] == ("4-1: one solution: Rachel: knight, Violet: knight, Olivia: knave, Peter: spy"
+                        " -- matches the published solution")
+    assert lines[1] == "hand-1: one solution: Alice: spy, Bob: knight, Carol: knave"
+    assert lines[2] == ("#3: 2 solutions: Alice: knight, Bob: knight, Carol: spy | "
+                        "Alice: knave, Bob: knave, Carol: spy")
+    assert lines[3] == ("3 puzzles: 2 with one solution, 1 with several, 0 with none, 0 unreadable; "
+                        "published solutions: 1 match, 0 differ, 2 not given")
+    assert rc == 1 and err == ""  # a puzzle with two solutions fails the file
+
+
+def test_cli_solve_jsonl_all_unique_and_matching_exits_0(tmp_path):
+    rc, out, _ = _cli(["generate", "5", "--seed", "3", "--count", "4"])
+    assert rc == 0
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in records] == [f"kks-5p-s3-{i}" for i in range(4)]
+    assert all(r["format"] == "kks/1" and len(r["players"]) == 5 for r in records)
+    from mad_core.tasks.generated import generated_items
+    assert records == [item.data for item in generated_items("kks", 4, 3, players=5)]
+    rc, out, _ = _cli(["solve", _write(tmp_path, "p.jsonl", out)])
+    assert rc == 0
+    assert out.count("-- matches the published solution") == 4
+    assert out.splitlines()[-1].startswith("4 puzzles: 4 with one solution")
+
+
+def test_cli_solve_reports_a_differing_published_solution(tmp_path):
+    wrong = copy.deepcopy(PAPER_EXAMPLE)
+    wrong["solution"]["Peter"], wrong["solution"]["Olivia"] = "knave", "spy"
+    rc, out, _ = _cli(["solve", "-"], stdin=json.dumps(wrong))
+    assert rc == 1
+    assert "4-1: one solution: Rachel: knight, Violet: knight, Olivia: knave, Peter: spy -- DIFFERS " \
+           "from the published solution (Rachel: knight, Violet: knight, Olivia: spy, Peter: knave)" in out
+    assert "1 differ" in out
+
+
+def test_cli_solve_controlmad_records(tmp_path):
+    text = "\n".join(json.dumps(r) for r in (CM_4_1, CM_9_1)) + "\n"
+    path = _write(tmp_path, "gt.jsonl", text)
+    rc, out, _ = _cli(["solve", path, "--format", "controlmad"])
+    assert rc == 0, out
+    assert out.splitlines()[0].startswith("4-1: one solution: Rachel: knight")
+    assert out.splitlines()[1].startswith("9-1: one solution: Jack: knave, Uma: spy")
+    assert "2 match, 0 differ" in out
+    rc, out, _ = _cli(["solve", path])  # forgot --format: told which one
+    assert rc == 1 and "record 1: cannot be read: raw_schema: this is a record of the paper's " \
+                       "released set; use --format controlmad" in out
+
+
+def test_cli_names_the_bad_record_and_field_and_goes_on_without_a_traceback(tmp_path):
+    bad = copy.deepcopy(PAPER_EXAMPLE)
+    bad["statements"][2]["players"] = ["Violet", "Nobody"]
+    records = [bad, {"players": "x"}, [1, 2], PAPER_EXAMPLE,
+               {"players": ["A", "B", "C"], "statements": [{"kind": "same_role", "players": {}}] * 3}]
+    rc, out, err = _cli(["solve", _write(tmp_path, "p.json", json.dumps(records))])
+    lines = out.splitlines()
+    assert lines[0] == "record 1 (id '4-1'): cannot be read: statements[2].players[1]: unknown player 'Nobody'"
+    assert lines[1] == "record 2: cannot be read: statements: missing"
+    assert lines[2].startswith("record 3: cannot be read: puzzle: must be a JSON object")
+    assert lines[3].startswith("4-1: one solution")
+    assert lines[4].startswith("record 5: cannot be read: statements[0]")
+    assert "4 unreadable" in lines[5] and rc == 1
+    assert "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("args, text, message", [
+    (["solve", "{path}"], "", "empty, no puzzles"),
+    (["solve", "{path}"], '{"a": 1}\n{oops\n', "line 2: not JSON"),
+    (["solve", "{path}/missing.json"], None, "cannot be read"),
+    (["generate", "12", "--seed", "0"], None, "N_PLAYERS: must be an integer from 3 to 9"),
+    (["generate", "4", "--seed", "0", "--count", "0"], None, "--count: must be an integer from 1"),
+    (["generate", "4", "--seed", "-1"], None, "--seed: must be an integer at least 0"),
+    (["generate", "4", "--seed", "0", "--spies", "5"], None, "--spies: must be an integer from 0 to 4"),
+])
+def test_cli_bad_input_exits_2_with_a_message_and_no_traceback(tmp_path, args, text, message):
+    path = _write(tmp_path, "f.json", text) if text is not None else str(tmp_path)
+    rc, out, err = _cli([a.replace("{path}", path) for a in args])
+    assert rc == 2 and message in err and out == ""
+    assert "Traceback" not in err
+
+
+def test_cli_usage_errors_come_from_argparse():
+    rc, _, err = _cli(["generate", "4"])
+    assert rc == 2 and "--seed" in err and "Traceback" not in err
+    rc, out, _ = _cli(["--help"])
+    assert rc == 0 and "solve" in out and "generate" in out
+
+
+def test_readme_documents_the_format_and_the_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Knight-Knave-Spy puzzles"):]
+    section = section[:section.index("\n## ", 5)]
+    for kind in kks.STATEMENT_KINDS:
+        assert f"`{kind}`" in section
+    assert "python -m mad_core.tasks.kks solve" in section and "--format controlmad" in section
+    assert "python -m mad_core.tasks.kks generate" in section
+    example = section[section.index("```json") + 7:section.index("```", section.index("```json") + 7)]
+    assert kks.solve(kks.from_json(json.loads(example))) == [PAPER_EXAMPLE["solution"]]
+
+
+_JUNK = [None, 1, -1, 1.5, True, "x", "all", [], [None], {}, {"a": 1}, [1, 2], ["Rachel"], 10**30,
+         [[0]], [[0], 1, 9]]
+
+
+def _leaf_paths(data, prefix=()):
+    if prefix:
+        yield prefix
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        yield from _leaf_paths(value, prefix + (key,))
+
+
+@pytest.mark.parametrize("base, read", [(PAPER_EXAMPLE, kks.from_json), (CM_4_1, kks.from_controlmad),
+                                        (CM_9_1, kks.from_controlmad)], ids=["kks1", "cm4", "cm9"])
+def test_any_junk_anywhere_gives_value_error_never_another_exception(base, read):
+    """Every field of a good record replaced by each JSON value of _JUNK: the reader accepts the
+    record or raises ValueError (which the command reports with the field), nothing else."""
+    raised = 0
+    for path in _leaf_paths(base):
+        for junk in _JUNK:
+            record = copy.deepcopy(base)
+            node = record
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = copy.deepcopy(junk)
+            try:
+                read(record)
+            except ValueError:
+                raised += 1
+    assert raised > 100
