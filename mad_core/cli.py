@@ -1,4 +1,4 @@
-"""Command line: `python -m mad_core run | list | show | export | import | resume`.
+"""Command line: `python -m mad_core run | list | show | export | import | resume | experiment`.
 
 It runs debates through the same engine as the app (tokens stream to stdout, each turn
 labelled with its agent) and reads the same database (`Store`). Settings are validated
@@ -6,7 +6,8 @@ before any model call or database write. Ctrl-C stops a debate gracefully throug
 controller (a second Ctrl-C quits at once); the debate is then stored as 'stopped'.
 
 Exit codes: 0 ok, 1 the debate failed, 2 bad input (settings, unknown id, unreadable file),
-130 stopped with Ctrl-C. Never imports streamlit; never prints or stores API keys.
+130 stopped with Ctrl-C (an experiment: 0 finished, 130 stopped and resumable with
+`experiment --resume ID`, 1 failed). Never imports streamlit; never prints or stores API keys.
 
 Bad input is one line on stderr, `error: <field>: <message>` (imports: `error: <file>: <field>:
 <message>`), and exit code 2, before anything is written: settings are checked by
@@ -261,14 +262,14 @@ class Printer:
 
 
 @contextlib.contextmanager
-def _stop_on_interrupt(controller: Any) -> Iterator[None]:
+def _stop_on_interrupt(controller: Any, what: str = "the debate") -> Iterator[None]:
     """First Ctrl-C asks the controller to stop; the second one raises KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: Any) -> None:
-        sys.stderr.write("\nStopping the debate (Ctrl-C again to quit now)...\n")
+        sys.stderr.write(f"\nStopping {what} (Ctrl-C again to quit now)...\n")
         controller.stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -428,6 +429,99 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_line(progress: Any) -> str:
+    """One terminal line per debate that ended: where the experiment stands, with an ETA."""
+    from .experiments.runner import format_eta
+
+    run = progress.run
+    head = f"[{progress.done}/{progress.total}]"
+    if run is None:
+        return f"{head} started · {progress.failed} failed · {format_eta(progress.eta_s)}"
+    error = f" ({one_line(run['error'])[:120]})" if run.get("error") else ""
+    return (f"{head} {run['config_key']} {run['config_label']} · item {run['item_id']} · seed {run['seed']}: "
+            f"{run['status']}{error} in {run['wall_s']:.1f} s · debate {str(run['debate_id'])[:8]} · "
+            f"{progress.failed} failed · {format_eta(progress.eta_s)}")
+
+
+def _experiment_results(store: Store, experiment_id: str, args: argparse.Namespace) -> None:
+    """Print an experiment's results table; write the CSV files asked for."""
+    from .experiments import results
+
+    found = results.experiment_results(store, experiment_id)
+    print(f"\nExperiment {experiment_id[:8]} ({found.experiment['name']}): {found.experiment['status']} · "
+          f"{results.spec_summary(found.experiment['spec'])}")
+    print("mean ± sample sd over seeds and items; accuracy counts a debate without a decision as wrong\n")
+    print(results.text_table(found.table))
+    for problem in found.problems:
+        print(f"note: {problem}", file=sys.stderr)
+    for path, records in ((args.csv, results.table_records(found.table)), (args.runs_csv, results.run_records(found.runs))):
+        if path:
+            try:
+                Path(path).write_text(results.to_csv(records), encoding="utf-8", newline="")
+            except OSError as exc:
+                raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+            print(f"Wrote {path}", file=sys.stderr)
+
+
+def _experiment_id(store: Store, prefix: str) -> str:
+    from .experiments import storage
+
+    try:
+        return storage.find_experiment_id(store, _text_arg("id", prefix, MAX_ID_CHARS))
+    except LookupError as exc:
+        raise CliError(str(exc)) from None
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from .experiments import ExperimentConfig, ExperimentRunner, storage
+
+    chosen = [name for name in ("file", "resume", "show", "list") if getattr(args, name)]
+    if len(chosen) != 1:
+        raise CliError("experiment: give one of FILE, --resume ID, --show ID or --list")
+    if args.concurrency is not None and (isinstance(args.concurrency, str) or not 1 <= args.concurrency <= 64):
+        raise CliError(f"concurrency: must be a whole number from 1 to 64, got {short_repr(args.concurrency)}")
+    if args.list:
+        rows = storage.list_experiments(_store(args))
+        if not rows:
+            print("No experiments.")
+        for row in rows:
+            print(f"{row['id'][:8]:<10} {format_time(row['created_at']):<16} {row['status']:<11} "
+                  f"{row['done']}/{row['total']} done, {row['failed']} failed  {_one_line(row['name'], 50)}")
+        return 0
+    if args.file:
+        try:  # everything is checked before the database is opened
+            experiment = ExperimentConfig.load(Path(args.file))
+        except ConfigError as exc:
+            raise CliError(f"{args.file}: {exc.field}: {exc.message}") from None
+        store = _store(args)
+        experiment_id = storage.create_experiment(store, experiment)
+        print(f"Experiment {experiment_id} ({experiment.name}): {experiment.total} debates, "
+              f"{len(experiment.configurations)} configurations × {len(experiment.task_items)} items × "
+              f"{len(experiment.seeds)} seeds")
+    else:
+        store = _store(args)
+        experiment_id = _experiment_id(store, args.resume or args.show)
+        if args.show:
+            _experiment_results(store, experiment_id, args)
+            return 0
+    runner = ExperimentRunner(experiment_id, db_path=store.path, concurrency=args.concurrency,
+                              on_progress=lambda progress: print(_experiment_line(progress), flush=True))
+    try:
+        with _stop_on_interrupt(runner, "the experiment"):
+            status = runner.run()
+    except (storage.ExperimentBusy, LookupError) as exc:
+        raise CliError(str(exc)) from None
+    except ConfigError as exc:
+        raise CliError(f"experiment {experiment_id[:8]} cannot run here: {exc.field}: {exc.message}") from None
+    except KeyboardInterrupt:
+        status = "stopped"
+    _experiment_results(store, experiment_id, args)
+    if status == "stopped":
+        print(f"\nExperiment stopped. Resume it with: python -m mad_core experiment --resume {experiment_id[:8]}",
+              file=sys.stderr)
+    return EXIT_BY_STATUS.get(status, 1)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mad_core", description="MAD Lab: multi-agent LLM debates.")
     parser.add_argument("--db", help="database file (default: $MADLAB_HOME/madlab.db, ~/.madlab/madlab.db)")
@@ -476,6 +570,17 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", help="continue an interrupted or stopped debate")
     resume.add_argument("id")
     resume.set_defaults(func=cmd_resume)
+
+    experiment = sub.add_parser("experiment", help="run a sweep of debates over a task set (YAML file), "
+                                                   "resume one, or show results")
+    experiment.add_argument("file", nargs="?", help="experiment YAML/JSON (see assets/experiments/)")
+    experiment.add_argument("--resume", metavar="ID", help="continue a stopped or interrupted experiment")
+    experiment.add_argument("--show", metavar="ID", help="print a stored experiment's results table")
+    experiment.add_argument("--list", action="store_true", help="list stored experiments, newest first")
+    experiment.add_argument("--concurrency", type=whole_number, help="debates at once (overrides the file's)")
+    experiment.add_argument("--csv", help="write the results table (one row per configuration) to this CSV file")
+    experiment.add_argument("--runs-csv", help="write one row per debate to this CSV file")
+    experiment.set_defaults(func=cmd_experiment)
     return parser
 
 

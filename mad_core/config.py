@@ -27,14 +27,15 @@ DEFAULT_MODEL = "local/smollm2-135m"
 # ----- bounds: absurd values are refused before anything runs --------------------------------
 MAX_AGENTS = 32
 MAX_TEXT = 100_000  # characters of a question, task, persona or reference answer
-MAX_NAME = 200  # characters of an agent label or a model name
+MAX_NAME = 200  # characters of an agent label or a model name (and of each answer option)
+MAX_ANSWER_OPTIONS = 26  # entries of answer_options (choice: at most the letters answer_types reads)
 MAX_CONFIG_BYTES = 10_000_000  # larger config files are refused unread
 MAX_PATH_CHARS = 4096  # longer text given to load_config is YAML text, never a path
 # Whole-number settings: (lowest, highest). Those in OPTIONAL_SETTINGS may also be None.
 INT_RANGES: dict[str, tuple[int, int]] = {
     "rounds": (1, 100), "max_rounds": (1, 100), "cumulative_points": (1, 1_000_000), "vote_retries": (0, 10),
     "memory_window": (0, 1000), "tit_for_tat": (0, 3), "debate_subrounds": (1, 20), "seed": (0, 2**63 - 1),
-    "max_concurrency": (1, 64), "retry_attempts": (1, 20),
+    "max_concurrency": (1, 64), "retry_attempts": (1, 20), "kks_depth": (1, 3),
 }
 # Number settings (finite, int or float): (lowest, highest).
 NUMBER_RANGES: dict[str, tuple[float, float]] = {
@@ -118,6 +119,8 @@ class DebateConfig:
     agents: list[AgentConfig] = field(default_factory=lambda: default_agents(3))
     task: str = ""  # task instruction shown with the question (e.g. "Answer with the letter.")
     reference: str | None = None  # known correct answer (truth_first / truth_last, accuracy)
+    answer_type: str = "text"  # how answers and the reference are read for metrics (tasks/answer_types.KINDS)
+    answer_options: list[str] | None = None  # "choice": option texts in letter order; "kks": player names
     paradigm: str = "memory"  # who speaks when and sees what (seed 000 App. C, seed 003)
     response_generator: str = "simple"  # simple | critical | reasoning (seed 000 §3.2)
     protocol: str = "simple_voting"  # decision protocol (seed 000, seed 002 judge, seed 004)
@@ -137,6 +140,10 @@ class DebateConfig:
     judge_model: str | None = None  # judge protocol / two_sided paradigm (seed 002)
     judge_adaptive_break: bool = True  # judge may end the debate after any round (seed 002)
     debate_subrounds: int = 2  # exchanges between moderator turns in the `debate` paradigm
+    # The per-player Knight-Knave-Spy mode (paradigm kks_per_player, seed 001 §4.1 and Table 1):
+    kks_depth: int = 1  # debate passes over each player before its self-adjustment (1-3; seed 001 C5)
+    kks_order: str = "fixed"  # order the players are discussed in: "fixed" (puzzle order) | "agreed" (seed 001 C4)
+    supervisor_model: str | None = None  # breaks per-player ties of the final vote (seed 001 §4.1; default: first agent's)
     auto_personas: bool = False  # generate task-relevant expert personas (seed 000)
     persona_model: str | None = None  # model for persona generation (default: first agent's)
     summarizer_model: str | None = None  # simultaneous_summarizer paradigm (seed 003 App.; default: first agent's)
@@ -200,11 +207,15 @@ class DebateConfig:
         for name in FLAG_SETTINGS:
             _check_type(name, getattr(self, name), bool)
         _check_connectivity(self.connectivity, [a.label for a in self.agents])
-        for name in ("judge_model", "persona_model", "summarizer_model"):
+        if self.kks_order not in KKS_ORDERS:
+            raise ConfigError("kks_order", f"unknown order {short_repr(self.kks_order)}; valid choices: "
+                                           f"{', '.join(KKS_ORDERS)}")
+        for name in ("judge_model", "persona_model", "summarizer_model", "supervisor_model"):
             if getattr(self, name) is not None:
                 check_model(name, getattr(self, name))
         if self.reference is not None:
             _check_text("reference", self.reference, MAX_TEXT)
+        _check_answer_reading(self.answer_type, self.answer_options)
         # Component-specific rules (e.g. two_sided needs two agents and a judge).
         for kind in ("paradigm", "protocol", "ordering"):
             check = getattr(registry.get(kind, getattr(self, kind)), "check_config", None)
@@ -238,6 +249,7 @@ _AGENT_SETTINGS = frozenset(f.name for f in dataclasses.fields(AgentConfig))
 
 
 CONNECTIVITY_NAMES = ("full", "ring")
+KKS_ORDERS = ("fixed", "agreed")  # seed 001 Table 1 "Debate order": fixed, or agreed by the agents (C4)
 
 
 def _check_connectivity(value: Any, labels: list[str]) -> None:
@@ -254,6 +266,29 @@ def _check_connectivity(value: Any, labels: list[str]) -> None:
             raise ConfigError("connectivity", f"{short_repr(viewer)} is not an agent; agents: {', '.join(labels)}")
         if not isinstance(seen, list) or any(s not in labels for s in seen):
             raise ConfigError(f"connectivity.{viewer}", f"expected a list of agent labels, got {short_repr(seen)}")
+
+
+def _check_answer_reading(answer_type: Any, options: Any) -> None:
+    """`answer_type` is a known kind; `answer_options` is None or a short list of distinct texts."""
+    from .tasks.answer_types import KINDS, LETTERS
+
+    if not isinstance(answer_type, str) or answer_type not in KINDS:
+        raise ConfigError("answer_type", f"unknown answer type {short_repr(answer_type)}; "
+                                         f"valid choices: {', '.join(KINDS)}")
+    if options is None:
+        return
+    if not isinstance(options, list):
+        raise ConfigError("answer_options", f"expected a list of texts or null, got {short_repr(options)}")
+    most = len(LETTERS) if answer_type == "choice" else MAX_ANSWER_OPTIONS
+    if len(options) > most:
+        raise ConfigError("answer_options", f"at most {most} entries for answer type {answer_type}, "
+                                            f"got {len(options)}")
+    for i, option in enumerate(options):
+        _check_text(f"answer_options[{i}]", option, MAX_NAME, required=True)
+    if answer_type == "kks":
+        seen = [o.casefold() for o in options]
+        if len(set(seen)) != len(seen):
+            raise ConfigError("answer_options", "player names must be distinct (compared ignoring case)")
 
 
 def default_agents(n: int, model: str = DEFAULT_MODEL) -> list[AgentConfig]:

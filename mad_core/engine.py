@@ -38,12 +38,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Iterator
 
 from . import prompts, registry
-from .answers import extracted_answer, final_answer, json_reply, parse_agreement, parse_confidence
+from .answers import extracted_answer, final_answer, json_reply, parse_agreement
 from .config import LOCAL_SAMPLING, ConfigError, DebateConfig, clip, short_repr
 from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
-from .paradigms import visible_authors
+from .paradigms import Step, visible_authors
 from .personas import generate_personas
 from .protocols.ballots import Ballot, Verdict, parse_ballot, read_judge_verdict
 from .protocols.schemas import (ReplyFormat, agreement_format, ballot_format, choice_format, extraction_format,
@@ -167,6 +167,29 @@ class EngineContext:
     def round(self) -> int:
         return self._engine.round
 
+    @property
+    def turns(self) -> list[Turn]:
+        """Every turn so far (any kind, any status), in the order they were planned."""
+        return sorted(self._engine.turns, key=lambda t: t.seq)
+
+    @property
+    def personas(self) -> dict[str, str]:
+        return dict(self._engine.personas)
+
+    def take_moderator(self, agent: str) -> list[str]:
+        """The moderator messages waiting for `agent` (handed over once: they reach its next prompt)."""
+        return self._engine._pending.pop(agent, [])
+
+    def consult(self, label: str, kind: str, messages: list[dict], model: str,
+                reply: ReplyFormat | None = None) -> Turn:
+        """One call by a participant other than the agents (a supervisor), recorded as a turn."""
+        return self._engine.ask(label, kind, messages, model, reply)
+
+    def record_vote(self, agent: str, protocol: str, raw: str, ballot: Any, valid: bool, reason: str | None,
+                    attempt: int = 1) -> None:
+        """Record a ballot a protocol read itself (from an agent's reply) as a VoteCast."""
+        self._engine._emit(VoteCast(self._engine.round, agent, protocol, raw, ballot, valid, reason, attempt))
+
 
 class DebateEngine:
     """Runs one debate. Create it, then iterate `run()`; steer it through `controller`."""
@@ -274,7 +297,8 @@ class DebateEngine:
         self._emit(PersonasAssigned(dict(self.personas)))
         outcome, forced = None, False
         first = self.protocol.first_round(cfg)
-        for rnd in range(1, cfg.max_rounds + 1):
+        last = self.paradigm.total_rounds(cfg) or cfg.max_rounds
+        for rnd in range(1, last + 1):
             self._halted()  # apply steering, wait while paused
             if self.controller.stopped or self.status == "failed":
                 break
@@ -299,8 +323,8 @@ class DebateEngine:
             self._emit_attempt(outcome)
             if outcome.reached:
                 break
-            if forced or rnd == cfg.max_rounds:
-                why = "decision forced by a person" if forced else f"turn cap reached ({cfg.max_rounds} rounds)"
+            if forced or rnd == last:
+                why = "decision forced by a person" if forced else f"turn cap reached ({last} rounds)"
                 outcome = self.protocol.fallback(self.context, outcome, why)
                 break
             outcome = None
@@ -347,13 +371,20 @@ class DebateEngine:
         previous = self._answers_of_round(rnd - 1)
         self.order = self.ordering.order(self.agent_labels(), previous)
         self._emit(RoundStarted(rnd, list(self.order)))
-        steps = [list(self.order)] if drafting else self.paradigm.steps(self.order, self.cfg)
+        planned = None if drafting else self.paradigm.plan(rnd, list(self.order), self.context)
+        if planned is None:  # the engine's own discussion turns
+            kind = "draft" if drafting else "discussion"
+            agents = [list(self.order)] if drafting else self.paradigm.steps(self.order, self.cfg)
+            steps = [Step(tuple(step), kind) for step in agents]
+        else:
+            steps = planned
         finished: list[Turn] = []
         for step in steps:
             if self._halted():
                 break
-            kind = "draft" if drafting else "discussion"
-            requests = [(agent, kind, self._discussion_messages(agent, rnd, kind), None) for agent in step]
+            requests = [(agent, step.kind, self._discussion_messages(agent, rnd, step.kind) if planned is None
+                         else self.paradigm.messages(agent, step, rnd, self.context), None, step.reply)
+                        for agent in step.agents]
             for turn in self.ask_many(requests):  # in the round's order, whatever finished first
                 finished.append(turn)
                 self.protocol.observe(turn)
@@ -517,9 +548,7 @@ class DebateEngine:
         turn.latency_s, turn.first_token_s, turn.attempts = result.latency_s, result.first_token_s, result.attempts
         turn.finished_at = time.time()
         if turn.kind in DISCUSSION_KINDS and turn.content:
-            turn.answer = final_answer(turn.content) if self.generator.shares_answers else None
-            turn.agreement = parse_agreement(turn.content)
-            turn.confidence = parse_confidence(turn.content) if self.cfg.confidence else None
+            self.paradigm.read_turn(turn, self.cfg, self.generator.shares_answers)
         return turn
 
     def _finish_turn(self, turn: Turn, reused: bool = False, on_done=None) -> None:

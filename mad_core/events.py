@@ -10,9 +10,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-# Turn kinds: what a model call was for.
-TURN_KINDS = ("persona", "draft", "discussion", "moderator", "extraction", "vote", "judge", "challenge", "summary")
-DISCUSSION_KINDS = ("draft", "discussion")  # turns that are part of the discussion itself
+# Turn kinds: what a model call was for. The per-player Knight-Knave-Spy mode (seed 001 §4.1,
+# kks_mode.py) has its phases' own: an initial "proposal" (full assignment), an "order" proposal
+# (agreed debate order), "debate" about one player, a self-"adjustment" (full assignment), the
+# "final" assignment, and the "supervisor" breaking ties of the final vote.
+KKS_KINDS = ("proposal", "order", "debate", "adjustment", "final", "supervisor")
+TURN_KINDS = ("persona", "draft", "discussion", "moderator", "extraction", "vote", "judge", "challenge", "summary",
+              *KKS_KINDS)
+# Turns that are part of the discussion itself. A round's answer of an agent is its last one of
+# the round: in the KKS mode the self-adjustment (full assignment) follows the debate replies
+# (whose answer is one player's role) in every player's round.
+DISCUSSION_KINDS = ("draft", "discussion", "proposal", "debate", "adjustment", "final")
 # Statuses of a turn and of a debate.
 TURN_STATUSES = ("ok", "failed", "interrupted")
 DEBATE_STATUSES = ("running", "finished", "stopped", "failed", "interrupted")

@@ -13,8 +13,10 @@ rows of every child table (`store.CHILD_TABLES`): only known columns, each of th
 (SQLite-sized integers, finite numbers, timestamps `format_time` can print, JSON columns of
 the right shape, bounded in depth and size); annotations naming turns that exist.
 
-The one change made: an export of a `running` debate becomes `interrupted` (an imported debate
-is never running here; its pid, host and owner are cleared) so that it can be resumed.
+The changes made: an export of a `running` debate becomes `interrupted` (an imported debate
+is never running here; its pid, host and owner are cleared) so that it can be resumed. The
+metric report under "metrics" (`Store.export_debate`) must be plain bounded JSON; its numbers
+are never trusted: `Store.import_debate` does not write it, the importing store computes its own.
 Everything else is returned as it was, so a valid export imports losslessly, and checking an
 already checked export again returns an equal copy (it is cheap enough to check twice).
 """
@@ -130,9 +132,18 @@ def _check_int(where: str, value: Any, low: int, high: int) -> None:
         raise ExportError(where, f"must be between {low:,} and {high:,}, got {short_repr(value)}")
 
 
+_KKS_ROLE = r"[^:,\n]+: (?:knight|knave|spy)"
+_KKS_BALLOT = re.compile(f"{_KKS_ROLE}(?:, {_KKS_ROLE})*")  # kks_mode.assignment_text
+
+
 def _check_ballot(where: str, value: Any) -> None:
-    """A parsed ballot: a solution index, a list of them, or {index: points} (JSON keys are text)."""
-    if isinstance(value, list):
+    """A parsed ballot: a solution index, a list of them, {index: points} (JSON keys are text),
+    or a text (a Knight-Knave-Spy assignment, kks_mode's per-player vote)."""
+    if isinstance(value, str):
+        TEXT(where, value)
+        if not _KKS_BALLOT.fullmatch(value):
+            raise ExportError(where, "a text ballot must be a Knight-Knave-Spy assignment ('Ann: knight, Bo: spy')")
+    elif isinstance(value, list):
         for i, index in enumerate(value):
             _check_int(f"{where}[{i}]", index, 0, MAX_INT)
     elif isinstance(value, dict):
@@ -269,7 +280,7 @@ def validate_export(data: Any) -> ExportData:
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= EXPORT_VERSION:
         raise ExportError("version", f"unsupported export version {short_repr(version)}; "
                                      f"this MAD Lab reads versions 1 to {EXPORT_VERSION}")
-    _check_keys("", data, ("format", "version", "debate", "config", "turns", *CHILD_TABLES), "key")
+    _check_keys("", data, ("format", "version", "debate", "config", "turns", *CHILD_TABLES, "metrics"), "key")
     for key in ("debate", "config"):
         if key not in data:
             raise ExportError(key, "missing")
@@ -284,6 +295,8 @@ def validate_export(data: Any) -> ExportData:
         for i, row in enumerate(_rows(table, data.get(table, []))):
             _check_row(f"{table}[{i}]", row, columns, _non_null(columns))
     _check_references(data, turn_ids)
+    if "metrics" in data:  # the exporter's report: plain JSON; import_debate never writes it
+        _check_details("metrics", data["metrics"])
     copy = dict(data)
     if debate["status"] == "running":
         copy["debate"] = {**debate, "status": "interrupted",

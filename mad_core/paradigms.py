@@ -7,12 +7,32 @@ seed 003 / ChatEval (one-by-one), seed 002 (two-sided debate with a judge).
 
 `history` below is every finished, successful discussion turn so far (all rounds, including
 the current one), in speaking order. The memory window is applied by the engine afterwards.
+
+A paradigm whose rounds are made of phases of their own (seed 001's per-player debate,
+`kks_mode.py`) plans each round itself (`plan`: `Step`s with their turn kind and reply format)
+and writes its agents' prompts (`messages`); it may fix the number of rounds (`total_rounds`)
+and read its turns' answers itself (`read_turn`). The engine only calls these hooks: it never
+tests a paradigm's name.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from .answers import final_answer, parse_agreement, parse_confidence
 from .config import ConfigError
 from .events import Turn
 from .registry import register
+
+
+@dataclass(frozen=True)
+class Step:
+    """Agents who speak at the same time, the kind of their turns and the reply format asked
+    (a `protocols.schemas.ReplyFormat`, or None when they write freely)."""
+
+    agents: tuple[str, ...]
+    kind: str = "discussion"
+    reply: Any = None
 
 MODERATOR_ROLE = ("You are the moderator of this discussion: you see every message. Sum up the points made so "
                   "far and propose the solution the group should consider.")
@@ -38,6 +58,33 @@ class Paradigm:
 
     def role(self, agent: str, order: list[str], cfg) -> str:
         return ""
+
+    # ----- hooks of paradigms that plan their own rounds (see the module docstring) -----------
+    def total_rounds(self, cfg) -> int | None:
+        """The number of rounds this paradigm always runs, or None: the config's max_rounds."""
+        return None
+
+    def plan(self, rnd: int, order: list[str], ctx) -> list[Step] | None:
+        """Round `rnd`'s steps, or None for the discussion steps of `steps()` with the engine's prompts.
+
+        `ctx` is the running debate as `engine.EngineContext` shows it (settings, turns, personas)."""
+        return None
+
+    def messages(self, agent: str, step: Step, rnd: int, ctx) -> list[dict[str, str]]:
+        """The prompt of `agent` in a planned step (only asked when `plan` returned steps)."""
+        raise NotImplementedError
+
+    def read_turn(self, turn: Turn, cfg, shares_answers: bool) -> None:
+        """Fill a finished discussion turn's answer, agreement and confidence from its text."""
+        turn.answer = final_answer(turn.content) if shares_answers else None
+        turn.agreement = parse_agreement(turn.content)
+        turn.confidence = parse_confidence(turn.content) if cfg.confidence else None
+
+    @classmethod
+    def round_topics(cls, config: dict[str, Any], turns: list) -> dict[int, str]:
+        """What each round is about, for headers ({} when rounds are just rounds). Pure: from the
+        stored config and the turns (objects with round, kind, status and text or content)."""
+        return {}
 
 
 @register("paradigm", "memory")

@@ -6,6 +6,8 @@ strings or chat message lists and never call a model.
 """
 from __future__ import annotations
 
+from typing import Any
+
 # Seed 002, Table 11: how hard debaters push back. Same intent per level, our wording.
 TIT_FOR_TAT = {
     0: "Aim for full agreement: settle every point together until both sides accept each statement.",
@@ -202,3 +204,160 @@ def persona_prompt(question: str, task: str, taken: list[str]) -> list[dict[str,
         "Reply with a single line: `<expert title>: <one sentence describing their expertise>`."
     )
     return [{"role": "system", "content": "You help set up expert panels."}, {"role": "user", "content": user}]
+
+
+# ----- the per-player Knight-Knave-Spy mode (seed 001 §4.1, App. C; driven by kks_mode.py) -------------
+# The phases and what each prompt carries follow seed 001 App. C (initial proposal, debate phase,
+# self-adjustment phase, final decision, supervisor); the sentences are ours. Seed 001's proposal
+# prompt also walks through a solved three-player sample game; we leave it out to keep the prompt
+# short for small local models (the method it teaches is stated in KKS_METHOD).
+KKS_RULES = (
+    "Every player is a knight, a knave or a spy. A knight's statement is always true, a knave's is always "
+    "false, and a spy's may be either. Everything the game manager says is true."
+)
+KKS_METHOD = (
+    "Reason from the rules and the hints only: assume nothing they do not say (for instance, that some role "
+    "must occur). Try the possible truth values of the statements and role assignments in turn; one that leads "
+    "to a contradiction is ruled out. Give every player exactly one of knight, knave or spy, even when you are "
+    "unsure: then take the most likely one."
+)
+
+
+def kks_system_prompt(label: str, n_agents: int, persona: str, tit_for_tat: int | None) -> str:
+    """An agent's standing instructions in the Knight-Knave-Spy mode."""
+    parts = [f"You are {label}, one of {n_agents} agents who solve a Knight-Knave-Spy logic puzzle together, "
+             "player by player. " + KKS_RULES]
+    if persona:
+        parts.append(f"Your role: {persona}")
+    if tit_for_tat is not None:
+        parts.append("This is a debate. " + TIT_FOR_TAT[tit_for_tat])
+    return "\n".join(parts)
+
+
+def kks_puzzle_block(puzzle: str, task: str) -> str:
+    return (f"Task: {task}\n\n" if task else "") + f"The puzzle:\n{puzzle.strip()}"
+
+
+def kks_entry(agent: str, you: bool, head: str, details: list[str]) -> str:
+    """One agent's position in a list: '- Agent 2 (you): knave' and indented detail lines."""
+    return "\n".join([f"- {agent}{' (you)' if you else ''}: {head}", *(f"  {d}" for d in details if d)])
+
+
+def kks_detail(label: str, text: str) -> str:
+    return f"{label}: {text}" if text else ""
+
+
+def kks_confidence(value: Any) -> str:
+    """'Confidence: 7/10', or per player 'Confidence: Ann 7/10, Bo 4/10' ("" when none is shown)."""
+    if isinstance(value, dict):
+        shown = ", ".join(f"{name} {level}/10" for name, level in value.items())
+        return f"Confidence: {shown}" if shown else ""
+    return f"Confidence: {value}/10" if value is not None else ""
+
+
+def kks_section(title: str, entries: list[str]) -> str:
+    return f"{title}\n" + ("\n".join(entries) if entries else "(nothing yet)")
+
+
+def kks_assignment_shape(names: list[str], confidence: bool) -> str:
+    roles = ", ".join(f'"{name}": "knight|knave|spy"' for name in names)
+    shape = '{"roles": {' + roles + "}"
+    if confidence:
+        shape += ', "confidence": {' + ", ".join(f'"{name}": 1-10' for name in names) + "}"
+    shape += ', "explanation": "<your reasoning, under 100 words>"}'
+    note = (" For each player, confidence says how sure you are of that role (1 = a guess, 10 = certain); "
+            "be honest, a low number is welcome when you are unsure." if confidence else "")
+    return f"Reply with one JSON object only, of this form: {shape}. Name every player.{note}"
+
+
+def kks_stance_shape(player: str, others: list[str], confidence: bool) -> str:
+    shape = (f'{{"player": "{player}", "role": "knight|knave|spy", "agree_with": [<agents>], '
+             f'"disagree_with": [<agents>], "reasoning": "<why, under 100 words>"')
+    shape += ', "confidence": 1-10}' if confidence else "}"
+    peers = ", ".join(others) if others else "none"
+    return (f"Reply with one JSON object only, of this form: {shape}. In agree_with and disagree_with name only "
+            f"other agents ({peers}), never yourself.")
+
+
+def _kks_messages(system: str, sections: list[str], moderator: list[str]) -> list[dict[str, str]]:
+    if moderator:
+        sections = [*sections[:-1], moderator_block(moderator), sections[-1]]
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(s for s in sections if s)}]
+
+
+def kks_proposal_prompt(system: str, puzzle: str, task: str, names: list[str], confidence: bool,
+                        moderator: list[str]) -> list[dict[str, str]]:
+    """Seed 001 C.1: each agent, alone, assigns a role to every player (and a confidence per player)."""
+    ask = (f"Work out the role of every player ({', '.join(names)}) on your own. {KKS_METHOD}\n\n"
+           + kks_assignment_shape(names, confidence))
+    return _kks_messages(system, [kks_puzzle_block(puzzle, task), ask], moderator)
+
+
+def kks_order_prompt(system: str, puzzle: str, task: str, names: list[str], proposals: list[str],
+                     moderator: list[str]) -> list[dict[str, str]]:
+    """Seed 001 C4: the agents agree on the order in which the players are discussed."""
+    ask = ("The group will now discuss the players one at a time. Propose the order in which to discuss them "
+           "so that the discussion reaches correct roles best: for instance, players whose roles follow most "
+           "directly from the hints, or those the agents disagree on most, first. Reply with one JSON object "
+           'only, of this form: {"order": [' + ", ".join(f'"{n}"' for n in names) + '] (every player exactly '
+           'once, in your order), "reason": "<one sentence>"}.')
+    return _kks_messages(system, [kks_puzzle_block(puzzle, task),
+                                  kks_section("The agents' initial proposals:", proposals), ask], moderator)
+
+
+def kks_debate_prompt(system: str, puzzle: str, task: str, player: str, positions: list[str], earlier: list[str],
+                      so_far: list[str], others: list[str], confidence: bool,
+                      moderator: list[str]) -> list[dict[str, str]]:
+    """Seed 001 C.2, debate phase: argue about one player's role, agreeing or disagreeing with the others."""
+    ask = (f"Now discuss {player}'s role only. Weigh the other agents' positions on {player} against "
+           f"{player}'s statement and its consistency with the other statements and the hints, say which of "
+           f"the other agents you agree and disagree with and why, and decide {player}'s role (one of knight, "
+           "knave, spy: no other value).\n\n" + kks_stance_shape(player, others, confidence))
+    sections = [kks_puzzle_block(puzzle, task), f"Under discussion now: {player}.",
+                kks_section(f"Each agent's position on {player} before this discussion:", positions)]
+    if earlier:
+        sections.append(kks_section("Players discussed earlier:", earlier))
+    sections += [kks_section(f"The discussion of {player} so far:", so_far), ask]
+    return _kks_messages(system, sections, moderator)
+
+
+def kks_adjustment_prompt(system: str, puzzle: str, task: str, player: str, discussion: list[str],
+                          earlier: list[str], latest: list[str], names: list[str], confidence: bool,
+                          moderator: list[str]) -> list[dict[str, str]]:
+    """Seed 001 C.2, self-adjustment phase: after the discussion of one player, each agent gives its
+    complete assignment again, deciding whether to revise that player's role."""
+    ask = (f"The discussion of {player} is over. Decide whether the arguments make you change the role you give "
+           f"{player}, then give your complete assignment again: every player, not only {player}.\n\n"
+           + kks_assignment_shape(names, confidence))
+    sections = [kks_puzzle_block(puzzle, task), kks_section(f"The discussion of {player}:", discussion)]
+    if earlier:
+        sections.append(kks_section("Players discussed earlier:", earlier))
+    sections += [kks_section("Each agent's latest complete assignment:", latest), ask]
+    return _kks_messages(system, sections, moderator)
+
+
+def kks_final_prompt(system: str, puzzle: str, task: str, proposals: list[str], rounds: list[str],
+                     names: list[str], confidence: bool, moderator: list[str]) -> list[dict[str, str]]:
+    """Seed 001 C.3: with the whole debate in view, each agent's final complete assignment."""
+    ask = ("Every player has been discussed. Taking the whole debate into account, give your final "
+           "assignment for all players.\n\n" + kks_assignment_shape(names, confidence))
+    return _kks_messages(system, [kks_puzzle_block(puzzle, task),
+                                  kks_section("Initial proposals:", proposals),
+                                  kks_section("The discussion, player by player:", rounds), ask], moderator)
+
+
+def kks_supervisor_prompt(puzzle: str, task: str, proposals: list[str], rounds: list[str], finals: list[str],
+                          tied: dict[str, list[str]], splits: list[str]) -> list[dict[str, str]]:
+    """Seed 001 C.3, supervisor: the final vote left some players tied; decide only those, from the debate."""
+    system = ("You supervise a debate of several agents about a Knight-Knave-Spy logic puzzle. " + KKS_RULES +
+              " You judge impartially, by the soundness of the arguments.")
+    shape = ", ".join(f'"{name}": "{"|".join(roles)}"' for name, roles in tied.items())
+    ask = ("The agents' final vote is tied for the players below. Read the debate, judge whose reasoning is "
+           "consistent with the statements and the hints, and decide the role of each tied player, choosing "
+           "among the roles tied for it. Reply with one JSON object only, of this form: "
+           f'{{"roles": {{{shape}}}, "explanation": "<why, under 100 words>"}}.')
+    return _kks_messages(system, [kks_puzzle_block(puzzle, task),
+                                  kks_section("Initial proposals:", proposals),
+                                  kks_section("The discussion, player by player:", rounds),
+                                  kks_section("Final assignments:", finals),
+                                  kks_section("Tied players (votes per role):", splits), ask], [])

@@ -60,5 +60,5 @@ def components() -> dict[str, list[str]]:
 
 def _load_builtin() -> None:
     # Importing the modules runs their @register decorators.
-    from . import generators, ordering, paradigms  # noqa: F401
+    from . import generators, kks_mode, ordering, paradigms  # noqa: F401
     from .protocols import decision  # noqa: F401

@@ -189,6 +189,35 @@ def m002_owners_and_rounds(db: Database) -> None:
     db["rounds"].create_index(["debate_id"])
 
 
+@MIGRATIONS()
+def m003_metrics(db: Database) -> None:
+    """Cached metric reports (mad_core/metrics/report.py) and SBERT embeddings by text hash."""
+    db["metric_reports"].create({"debate_id": str, "stamp": str, "report": str, "computed_at": float},
+                                pk="debate_id", not_null={"stamp", "report"})
+    db["embeddings"].create({"text_hash": str, "model": str, "vector": bytes, "created_at": float},
+                            pk=("text_hash", "model"), not_null={"vector"})
+
+
+@MIGRATIONS()
+def m004_experiments(db: Database) -> None:
+    """Experiments (sweeps over task sets, mad_core/experiments) and their planned debates."""
+    db["experiments"].create(
+        {"id": str, "name": str, "spec": str, "status": str, "total": int, "concurrency": int, "owner": str,
+         "pid": int, "host": str, "heartbeat_at": float, "created_at": float, "updated_at": float,
+         "finished_at": float, "error": str},
+        pk="id", not_null={"name", "spec", "status"},
+    )
+    db["experiments"].create_index(["created_at"])
+    db["experiment_runs"].create(
+        {"id": int, "experiment_id": str, "run_index": int, "config_index": int, "config_key": str,
+         "item_id": str, "item_index": int, "seed": int, "debate_id": str, "status": str, "attempts": int,
+         "wall_s": float, "started_at": float, "finished_at": float, "error": str},
+        pk="id", not_null={"experiment_id", "run_index", "status"},
+    )
+    db["experiment_runs"].create_index(["experiment_id", "run_index"], unique=True)
+    db["experiment_runs"].create_index(["debate_id"])
+
+
 # ----- helpers ------------------------------------------------------------------------------
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -614,7 +643,7 @@ class Store:
 
     def delete_debate(self, debate_id: str) -> None:
         with self._write():
-            for table in ("turns", *CHILD_TABLES):
+            for table in ("turns", *CHILD_TABLES, "metric_reports"):
                 self.db[table].delete_where("debate_id = ?", [debate_id])
             self.db["debates"].delete_where("id = ?", [debate_id])
 
@@ -783,9 +812,39 @@ class Store:
         with self._write():
             self.db["annotations"].delete_where("id = ?", [annotation_id])
 
+    # ----- metric cache (mad_core/metrics/report.py computes; this only keeps) -----------------
+    def cached_report(self, debate_id: str, stamp: str) -> dict[str, Any] | None:
+        """The stored metric report of a debate if it was computed for `stamp`, else None."""
+        rows = list(self.db.query("SELECT report FROM metric_reports WHERE debate_id = ? AND stamp = ?",
+                                  [debate_id, stamp]))
+        return json.loads(rows[0]["report"]) if rows else None
+
+    def save_report(self, debate_id: str, stamp: str, report: dict[str, Any]) -> None:
+        with self._write():
+            self.db["metric_reports"].upsert({"debate_id": debate_id, "stamp": stamp, "report": json.dumps(report),
+                                              "computed_at": time.time()}, pk="debate_id")
+
+    def cached_embeddings(self, model: str, hashes: list[str]) -> dict[str, bytes]:
+        """text hash -> stored vector (bytes) for the hashes known under `model`."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(hashes), 500):  # SQLite's limit on bound parameters
+            chunk = hashes[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT text_hash, vector FROM embeddings WHERE model = ? "
+                                     f"AND text_hash IN ({marks})", [model, *chunk]):
+                found[row["text_hash"]] = row["vector"]
+        return found
+
+    def save_embeddings(self, model: str, vectors: dict[str, bytes]) -> None:
+        now = time.time()
+        with self._write():
+            self.db["embeddings"].upsert_all([{"text_hash": h, "model": model, "vector": v, "created_at": now}
+                                              for h, v in vectors.items()], pk=("text_hash", "model"))
+
     # ----- export / import ----------------------------------------------------------------
-    def export_debate(self, debate_id: str) -> dict[str, Any]:
-        """Everything about one debate as plain JSON-able data (lossless; see import_debate)."""
+    def export_debate(self, debate_id: str, *, embed: Any = None) -> dict[str, Any]:
+        """Everything about one debate as plain JSON-able data (lossless; see import_debate), with
+        its metric report under "metrics" (`metrics_report`; an import recomputes it)."""
         debate = self.get_debate(debate_id)
         if debate is None:
             raise LookupError(f"no debate with id {debate_id!r}")
@@ -794,7 +853,15 @@ class Store:
                                 "config": config, "turns": [t.to_dict() for t in self.turns(debate_id)]}
         for table in CHILD_TABLES:
             data[table] = [_strip_ids(row) for row in self._children(table, debate_id)]
+        data["metrics"] = self.metrics_report(debate_id, embed=embed)
         return data
+
+    def metrics_report(self, debate_id: str, *, embed: Any = None) -> dict[str, Any]:
+        """The debate's metric report (mad_core/metrics/report.py), cached in this database.
+        `embed` replaces the bundled SBERT model (tests)."""
+        from .metrics.report import debate_report
+
+        return debate_report(self, debate_id, embed=embed)
 
     def import_debate(self, data: Any, *, new_id: bool = False) -> str:
         """Re-create an exported debate; with `new_id` under a fresh id. Returns the id.
@@ -819,10 +886,13 @@ class Store:
                     self._insert(table, {**row, "debate_id": debate_id})
         return debate_id
 
-    def to_markdown(self, debate_id: str) -> str:
+    def to_markdown(self, debate_id: str, *, embed: Any = None) -> str:
         """A readable handout, safe to render: every stored text is escaped (`md_safe`), so model
-        or user text can produce no HTML, no link and no image; no HTML of our own is produced."""
-        data = _deep_map(self.export_debate(debate_id), md_safe)
+        or user text can produce no HTML, no link and no image; no HTML of our own is produced.
+        It ends with a short metrics section (`metrics.report.markdown_lines`)."""
+        from .metrics.report import markdown_lines
+
+        data = _deep_map(self.export_debate(debate_id, embed=embed), md_safe)
         debate, config = data["debate"], data["config"]
         notes: dict[str, list[dict[str, Any]]] = {}
         for note in data["annotations"]:
@@ -878,20 +948,28 @@ class Store:
             lines += [f"- {format_time(s['ts'])} {s['action']}"
                       + (f" → {', '.join(s['targets'])}" if s.get("targets") else "")
                       + (f": {s['message']}" if s.get("message") else "") for s in data["steering"]]
+        lines += markdown_lines(data["metrics"])
         return "\n".join(lines) + "\n"
 
-    def to_csv(self, debate_id: str) -> str:
-        """One row per turn, with its annotations joined as 'tag: note; ...'."""
+    def to_csv(self, debate_id: str, *, embed: Any = None) -> str:
+        """One row per turn, with its annotations joined as 'tag: note; ...'; each discussion turn
+        also has its answer as the metrics read it and its round's metrics (`round_*` columns,
+        the same numbers on every turn of a round: filter on kind to count rounds once)."""
+        from .metrics.report import csv_columns
+
         notes: dict[str, list[str]] = {}
         for note in self.annotations(debate_id):
             notes.setdefault(note["turn_id"], []).append(f"{note['tag']}: {note['note']}")
+        report = self.metrics_report(debate_id, embed=embed)
         columns = ["turn_id", "seq", "round", "agent", "kind", "model", "status", "content", "answer",
-                   "prompt_tokens", "completion_tokens", "latency_s", "annotations"]
+                   "prompt_tokens", "completion_tokens", "latency_s", "annotations",
+                   *csv_columns(report, "discussion", 0, "")]
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for turn in self.turns(debate_id):
-            row = {**turn.to_dict(), "turn_id": turn.id, "annotations": "; ".join(notes.get(turn.id, []))}
+            row = {**turn.to_dict(), "turn_id": turn.id, "annotations": "; ".join(notes.get(turn.id, [])),
+                   **csv_columns(report, turn.kind, turn.round, turn.agent)}
             writer.writerow({key: csv_safe(value) for key, value in row.items()})
         return out.getvalue()
 

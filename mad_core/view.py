@@ -124,6 +124,17 @@ class DebateView:
                 rounds.setdefault(t.round, {})[t.agent] = t.text
         return sorted(rounds.items())
 
+    def round_topics(self) -> dict[int, str]:
+        """What each round is about, when its paradigm says (seed 001's per-player debate: the
+        player discussed in it); {} otherwise. Derived from the config and the turns (pure)."""
+        from . import registry
+
+        try:
+            paradigm = registry.get("paradigm", self.config.get("paradigm", ""))
+        except Exception:  # noqa: BLE001 - a debate stored with a paradigm this version lacks
+            return {}
+        return paradigm.round_topics(self.config, self.turns)
+
     def votes_of_round(self, rnd: int) -> list[VoteCast]:
         """The last ballot of each voter in a round (re-asked ballots replace earlier ones)."""
         latest: dict[str, VoteCast] = {}

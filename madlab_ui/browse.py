@@ -121,11 +121,12 @@ def _dump(config: dict) -> str:
 def export_files(store, debate_id: str) -> dict[str, tuple[str, str, str, str]]:
     """{button key: (label, data, file name, mime)} for the JSON / Markdown / CSV exports."""
     name = f"debate-{id8(debate_id)}"
+    embed = plots.EMBED  # the metrics' embedder (None: SBERT; the report is cached in the database)
     return {
-        "export_json": ("Export JSON", json.dumps(store.export_debate(debate_id), indent=2, ensure_ascii=False),
-                        f"{name}.json", "application/json"),
-        "export_md": ("Export Markdown", store.to_markdown(debate_id), f"{name}.md", "text/markdown"),
-        "export_csv": ("Export CSV", store.to_csv(debate_id), f"{name}.csv", "text/csv"),
+        "export_json": ("Export JSON", json.dumps(store.export_debate(debate_id, embed=embed), indent=2,
+                                                  ensure_ascii=False), f"{name}.json", "application/json"),
+        "export_md": ("Export Markdown", store.to_markdown(debate_id, embed=embed), f"{name}.md", "text/markdown"),
+        "export_csv": ("Export CSV", store.to_csv(debate_id, embed=embed), f"{name}.csv", "text/csv"),
     }
 
 

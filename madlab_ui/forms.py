@@ -39,10 +39,16 @@ FIELD_KEYS = {
     "challenge": "challenge", "seed": "seed", "extract_final_answers": "extract_final_answers",
     "judge_adaptive_break": "judge_adaptive_break", "debate_subrounds": "debate_subrounds",
     "vote_retries": "vote_retries", "auto_personas": "auto_personas", "summarizer_model": "summarizer_model",
-    "connectivity": "connectivity",
+    "connectivity": "connectivity", "answer_type": "answer_type", "answer_options": "answer_options",
+    "kks_depth": "kks_depth", "kks_order": "kks_order", "supervisor_model": "supervisor_model",
 }
 AGENT_KEYS = {"label": "agent_label_{i}", "model": "agent_model_{i}", "persona": "agent_persona_{i}",
               "temperature": "agent_temp_{i}"}
+# answer_type -> its label in the form (the kinds of mad_core.tasks.answer_types.KINDS)
+ANSWER_KINDS = {"text": "free text", "choice": "multiple choice (letter)", "number": "number", "yes_no": "yes / no",
+                "kks": "Knight-Knave-Spy assignment"}
+KKS_PARADIGM = "kks_per_player"  # seed 001's per-player Knight-Knave-Spy debate (mad_core/kks_mode.py)
+KKS_DEFAULT_PLAYERS = 5
 TFT_NONE = -1  # the tit-for-tat selectbox's "None" (a None option would read as "nothing chosen")
 CUSTOM_GRAPH = "custom"  # the connectivity selectbox's value for a mapping set by a preset or fork
 
@@ -55,7 +61,8 @@ def form_defaults() -> dict[str, Any]:
     """Every form key with its starting value (the engine's defaults; question empty)."""
     state: dict[str, Any] = {key: getattr(_DEFAULTS, name) for key, name in FIELD_KEYS.items()}
     state.update(question="", reference="", judge_model="", summarizer_model="", tit_for_tat=TFT_NONE, preset="",
-                 n_agents=3, max_tokens=_AGENT.max_tokens)
+                 answer_options="", n_agents=3, max_tokens=_AGENT.max_tokens, supervisor_model="",
+                 kks_players=KKS_DEFAULT_PLAYERS, kks_seed=0)
     for i in range(MAX_AGENTS):
         for name, pattern in AGENT_KEYS.items():
             state[pattern.format(i=i)] = _agent_defaults(i)[name]
@@ -77,8 +84,10 @@ def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
         if name in config:
             state[key] = config[name]
     state["reference"] = config.get("reference") or ""
+    state["answer_options"] = options_text(config.get("answer_options"))
     state["judge_model"] = config.get("judge_model") or ""
     state["summarizer_model"] = config.get("summarizer_model") or ""
+    state["supervisor_model"] = config.get("supervisor_model") or ""
     graph = config.get("connectivity", "full")
     state["connectivity"] = graph if isinstance(graph, str) else CUSTOM_GRAPH
     state["tit_for_tat"] = TFT_NONE if config.get("tit_for_tat") is None else config["tit_for_tat"]
@@ -119,12 +128,25 @@ def form_config(state=None) -> dict[str, Any]:
     data.update({name: state[key] for key, name in FIELD_KEYS.items()})
     data["agents"] = agents
     data["reference"] = (state["reference"] or "").strip() or None
+    data["answer_options"] = options_list(state["answer_options"])
     data["judge_model"] = (state["judge_model"] or "").strip() or None
     data["summarizer_model"] = (state["summarizer_model"] or "").strip() or None
+    data["supervisor_model"] = (state["supervisor_model"] or "").strip() or None
     if state["connectivity"] == CUSTOM_GRAPH:
         data["connectivity"] = (state.get(FORM_EXTRA) or {}).get("connectivity", "full")
     data["tit_for_tat"] = None if state["tit_for_tat"] == TFT_NONE else state["tit_for_tat"]
     return data
+
+
+def options_text(options: Any) -> str:
+    """answer_options as the form shows them: one per line ("" for None)."""
+    return "\n".join(str(o) for o in options) if isinstance(options, list) else ""
+
+
+def options_list(text: Any) -> list[str] | None:
+    """The form's answer-options text as a list (blank lines dropped; None when empty)."""
+    lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+    return lines or None
 
 
 def widget_for(field: str) -> str:
@@ -138,7 +160,7 @@ def widget_for(field: str) -> str:
     if field == "agents":
         return "n_agents"
     reverse = {name: key for key, name in FIELD_KEYS.items()}
-    return reverse.get(field.split(".")[0], "form")  # "connectivity.Agent 2" -> the connectivity widget
+    return reverse.get(re.split(r"[.\[]", field)[0], "form")  # "connectivity.Agent 2" -> the connectivity widget
 
 
 def error_slot(key: str) -> None:
@@ -179,6 +201,24 @@ def start_debate() -> None:
     from .plots import warm_up
 
     warm_up()
+
+
+def generate_kks_puzzle() -> None:
+    """Fill the form with a generated Knight-Knave-Spy puzzle (seed 001 §3) for the per-player debate:
+    the puzzle as the question, its solution as the reference, the players as the answer options."""
+    from mad_core.kks_mode import assignment_text
+    from mad_core.tasks import kks
+
+    n, seed = int(st.session_state["kks_players"]), int(st.session_state["kks_seed"])
+    try:
+        puzzle = kks.generate(n, seed)
+    except ValueError as exc:
+        st.session_state[FORM_ERROR] = ("kks_players", str(exc))
+        return
+    st.session_state.update(question=puzzle.text, reference=assignment_text(puzzle.solution, puzzle.names),
+                            answer_type="kks", answer_options=options_text(puzzle.names), paradigm=KKS_PARADIGM,
+                            protocol="kks_player_vote", aad=False, rounds=n + 2, max_rounds=n + 2)
+    st.session_state.pop(FORM_ERROR, None)
 
 
 def generate_personas() -> None:
@@ -271,6 +311,19 @@ def _render_fields() -> None:
     error_slot("task")
     st.text_input("Reference answer (optional, hidden while the debate runs)", key="reference", type="password")
     error_slot("reference")
+    st.selectbox("Answer type (how answers and the reference are read for the metrics)", list(ANSWER_KINDS),
+                 key="answer_type", format_func=lambda k: ANSWER_KINDS[k])
+    error_slot("answer_type")
+    st.text_area("Answer options, one per line (choice: the option texts in letter order; "
+                 "Knight-Knave-Spy: the player names)", key="answer_options", height="content")
+    error_slot("answer_options")
+    left, middle, right = st.columns([2, 2, 3], vertical_alignment="bottom")
+    left.number_input("Players", min_value=3, max_value=9, step=1, key="kks_players")
+    middle.number_input("Puzzle seed", min_value=0, step=1, key="kks_seed")
+    right.button("Generate a Knight-Knave-Spy puzzle", key="generate_kks", on_click=generate_kks_puzzle,
+                 help="Fills the question, the reference (its unique solution), the answer type and the "
+                      "player names, and selects seed 001's per-player debate.")
+    error_slot("kks_players")
 
     st.subheader("Agents")
     st.number_input("Number of agents", min_value=1, max_value=MAX_AGENTS, step=1, key="n_agents")
@@ -293,6 +346,8 @@ def _render_fields() -> None:
                else f"Every agent is told: {prompts.TIT_FOR_TAT[level]}")
     error_slot("tit_for_tat")
     _choice("Speaking order", "ordering", "ordering")
+    if st.session_state.get("paradigm") == KKS_PARADIGM:
+        _render_kks_fields()
     _render_connectivity()
     st.selectbox("Summarizer model (simultaneous_summarizer)", [""] + _model_options(
         st.session_state.get("summarizer_model")), key="summarizer_model", accept_new_options=True,
@@ -336,6 +391,25 @@ def _render_fields() -> None:
         error_slot("debate_subrounds")
         st.number_input("Re-asks for an unreadable ballot", min_value=0, step=1, key="vote_retries")
         error_slot("vote_retries")
+
+
+def _render_kks_fields() -> None:
+    """Seed 001's factors of the per-player debate (Table 1): debate depth and order, the supervisor."""
+    with st.container(border=True, key="kks_fields"):
+        st.caption("Knight-Knave-Spy player by player (seed 001 §4.1): proposals, then for each player a "
+                   "debate and a self-adjustment, then final assignments and a per-player vote. It runs "
+                   "players + 2 rounds, whatever the round fields say.")
+        left, right = st.columns(2)
+        left.number_input("Debate passes per player (depth)", min_value=1, max_value=3, step=1, key="kks_depth")
+        right.selectbox("Order of the players", ["fixed", "agreed"], key="kks_order",
+                        format_func=lambda o: {"fixed": "fixed (the puzzle's order)",
+                                               "agreed": "agreed by the agents"}[o])
+        error_slot("kks_depth")
+        error_slot("kks_order")
+        st.selectbox("Supervisor model (breaks ties of the vote)",
+                     [""] + _model_options(st.session_state.get("supervisor_model")), key="supervisor_model",
+                     accept_new_options=True, format_func=lambda m: m or "(same as the first agent)")
+        error_slot("supervisor_model")
 
 
 def _render_connectivity() -> None:

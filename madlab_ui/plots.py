@@ -1,9 +1,18 @@
-"""Plotly charts of a debate's metrics, from a `DebateView` only (numbers come from `mad_core.metrics`).
+"""Plotly charts and tables of a debate's metrics, from a `DebateView` and its metric report.
 
-SBERT diversity is computed once per (debate, round, texts) and only for rounds that are
-complete; the first call loads the embedding model (seconds), so `warm_up()` loads it in a
-background thread when a debate starts. Tests may set `EMBED` to a fake embedder.
-What it must not do: compute a protocol, or draw anything that is not in the view.
+The numbers come from `mad_core.metrics.report` (the report of the debate: answers read with its
+answer type, SBERT similarity of the final answers and of whole replies, entropy, log-likelihood,
+agreement, disagreement, accuracy, per-agent states and changes). A finished debate's report is
+the database's cached one (`debate_report`); a running debate's is computed here over its
+complete rounds only, and kept per (debate, complete rounds), so a live refresh recomputes
+nothing until a round completes; embeddings are memoised in this process. The first SBERT call
+loads the model (seconds), so `warm_up()` loads it in a background thread when a debate starts.
+Tests may set `EMBED` to a fake embedder.
+
+While a debate runs, nothing that depends on the reference answer is drawn (accuracy,
+log-likelihood): the reference stays hidden until the debate is over.
+What it must not do: compute a protocol, draw anything that is not in the view or its report,
+or render model text as HTML.
 """
 from __future__ import annotations
 
@@ -15,17 +24,21 @@ import streamlit as st
 
 from mad_core import metrics
 from mad_core import registry
+from mad_core.metrics import report as reports
 from mad_core.protocols.decision import Protocol
 from mad_core.view import DISCUSSION_KINDS, DebateView
 
-from .common import short
+from .common import md_escape, open_store, short
 
 EMBED = None  # None = the bundled SBERT model; tests put a cheap function here
 EMPTY = "Appears after the first round."
 CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
                    "#9d755d", "#bab0ac"]
+MAX_CACHED = 64  # reports kept in this process
+num = reports.format_number  # a metric as people read it ("-" for None)
 
-_cache: dict[tuple, float | None] = {}
+_cache: dict[tuple, dict[str, Any]] = {}  # (debate, state, embedder) -> report
+_memos: dict[int, reports.MemoEmbedder] = {}  # id(EMBED) -> its in-process embedding memo
 _cache_lock = threading.Lock()
 _warm = threading.Event()
 
@@ -39,45 +52,63 @@ def warm_up() -> None:
                      daemon=True).start()
 
 
-# ----- series ---------------------------------------------------------------------------------
+# ----- the report -----------------------------------------------------------------------------
 def complete_rounds(view: DebateView) -> set[int]:
     """Rounds whose discussion is over (later round begun, decision step begun, or debate ended)."""
-    rounds = {t.round for t in view.turns if t.kind in DISCUSSION_KINDS}
-    if view.status != "running":
-        return rounds
-    last = max(rounds, default=-1)
-    done = {r for r in rounds if r < last}
-    after = any(t.round == last and t.kind not in DISCUSSION_KINDS + ("persona",) for t in view.turns)
-    if after or any(a.round == last for a in view.attempts):
-        done.add(last)
-    streaming = {t.round for t in view.turns if t.status == "streaming" and t.kind in DISCUSSION_KINDS}
-    return done - streaming
+    return reports.complete_rounds(view)
 
 
-def diversity_series(view: DebateView) -> list[tuple[int, float | None]]:
-    """SBERT answer diversity (1 - mean pairwise cosine similarity) of each complete round."""
+def _memo() -> reports.MemoEmbedder:
+    with _cache_lock:
+        memo = _memos.get(id(EMBED))
+        if memo is None or memo.embed is not EMBED:
+            memo = _memos[id(EMBED)] = reports.MemoEmbedder(EMBED)
+        return memo
+
+
+def debate_metrics(view: DebateView) -> dict[str, Any]:
+    """The metric report of the debate in `view` (complete rounds only while it runs)."""
     done = complete_rounds(view)
-    series = []
-    for rnd, texts in view.texts_by_round():
-        if rnd not in done:
-            continue
-        values = [texts[a] for a in sorted(texts)]
-        key = (view.debate_id, rnd, tuple(values))
-        with _cache_lock:
-            known = key in _cache
-            value = _cache.get(key)
-        if not known:
-            value = metrics.answer_diversity(values, embed=EMBED)
-            with _cache_lock:
-                _cache[key] = value
-        series.append((rnd, value))
-    return series
+    state = tuple((t.id, t.status) for t in view.turns if t.kind in DISCUSSION_KINDS and t.round in done)
+    decided = None if view.decision is None else (view.decision.round, view.decision.answer)
+    key = (view.debate_id, view.status, len(view.turns), state, decided, id(EMBED))
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    found = None
+    if view.status != "running" and view.debate_id:
+        try:
+            store = open_store()
+            try:
+                found = reports.debate_report(store, view.debate_id, embed=EMBED)
+            finally:
+                store.close()
+        except LookupError:  # a view of a debate this database does not hold
+            found = None
+    if found is None:
+        found = reports.compute_report(view, embed=_memo(), rounds=done, embedder=reports.embedder_name(EMBED))
+    with _cache_lock:
+        while len(_cache) >= MAX_CACHED:
+            _cache.pop(next(iter(_cache)))
+        _cache[key] = found
+    return found
+
+
+def _round_series(report: dict[str, Any], name: str) -> list[tuple[int, float | None]]:
+    return [(row["round"], row.get(name)) for row in report.get("rounds") or []]
+
+
+# ----- series (also used by the Compare page) -----------------------------------------------------
+def diversity_series(view: DebateView) -> list[tuple[int, float | None]]:
+    """Answer diversity of each complete round: 1 - SBERT similarity of the agents' final answers
+    (seed 000 Table 1)."""
+    return [(rnd, None if value is None else 1.0 - value)
+            for rnd, value in _round_series(debate_metrics(view), "answer_similarity")]
 
 
 def entropy_series(view: DebateView) -> list[tuple[int, float]]:
-    """Entropy (bits) of the agents' normalized answers in each complete round."""
-    done = complete_rounds(view)
-    return [(rnd, metrics.entropy(list(a.values()))) for rnd, a in view.answers_by_round() if rnd in done]
+    """Entropy (bits) of the agents' answers, read with the debate's answer type, per complete round."""
+    return _round_series(debate_metrics(view), "entropy")
 
 
 def agreement_series(view: DebateView) -> list[tuple[int, float]]:
@@ -140,6 +171,16 @@ def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, y
     return _layout(fig, title, ytitle)
 
 
+def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, ytitle: str) -> go.Figure | None:
+    """A line per report column (`traces`: legend name -> per-round key); None before any round."""
+    if not report.get("rounds"):
+        return None
+    fig = line_figure({name: _round_series(report, column) for name, column in traces.items()}, title, ytitle)
+    if any(v is not None and v < 0 for column in traces.values() for _, v in _round_series(report, column)):
+        fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
+    return fig
+
+
 def votes_figure(rounds: list[dict[str, Any]], protocol: str) -> go.Figure:
     fig = go.Figure()
     for item in rounds:
@@ -149,18 +190,20 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str) -> go.Figure:
     return _layout(fig, f"{protocol}: {unit}", unit, xtitle="")
 
 
-def timeline_figure(view: DebateView) -> go.Figure | None:
-    """Rows = agents, columns = rounds, color = (normalized) answer; changed answers are circled."""
-    by_round = view.answers_by_round()
-    if not by_round:
+def timeline_figure(view: DebateView, report: dict[str, Any] | None = None) -> go.Figure | None:
+    """Rows = agents, columns = rounds, color = the answer as the metrics read it (the debate's
+    answer type: "B" and "(B) Paris" are one color); changed answers are circled."""
+    report = report if report is not None else debate_metrics(view)
+    rounds = report.get("rounds") or []
+    if not rounds:
         return None
-    data = metrics.answer_timeline([answers for _, answers in by_round])
-    round_names = [f"R{rnd}" for rnd, _ in by_round]
-    labels = [label for label in view.agents if label in data["labels"]] + \
-        [label for label in data["labels"] if label not in view.agents]
-    categories = list(dict.fromkeys(a for label in labels for a in data["answers"][label] if a is not None))
-    z = [[None if a is None else categories.index(a) for a in data["answers"][label]] for label in labels]
-    text = [[short(a, 24) if a is not None else "" for a in data["answers"][label]] for label in labels]
+    round_names = [f"R{row['round']}" for row in rounds]
+    seen = list(dict.fromkeys(label for row in rounds for label in row["answers"]))
+    labels = [label for label in view.agents if label in seen] + [label for label in seen if label not in view.agents]
+    answers = {label: [row["answers"].get(label) for row in rounds] for label in labels}
+    categories = list(dict.fromkeys(a for label in labels for a in answers[label] if a is not None))
+    z = [[None if a is None else categories.index(a) for a in answers[label]] for label in labels]
+    text = [[short(a, 24) if a is not None else "" for a in answers[label]] for label in labels]
     n = max(1, len(categories))
     scale = []
     for i in range(n):
@@ -169,9 +212,10 @@ def timeline_figure(view: DebateView) -> go.Figure | None:
     fig = go.Figure(go.Heatmap(z=z, x=round_names, y=labels, text=text, texttemplate="%{text}", zmin=-0.5,
                                zmax=n - 0.5, colorscale=scale, showscale=False, xgap=3, ygap=3,
                                hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
-    changes = data["changes"]
+    changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
+               if f"R{c['round']}" in round_names]
     if changes:
-        fig.add_trace(go.Scatter(x=[round_names[c["round"]] for c in changes], y=[c["agent"] for c in changes],
+        fig.add_trace(go.Scatter(x=[f"R{c['round']}" for c in changes], y=[c["agent"] for c in changes],
                                  mode="markers", name="changed answer",
                                  marker=dict(symbol="circle-open", size=26, color="black", line=dict(width=2))))
     fig.update_yaxes(autorange="reversed")
@@ -188,20 +232,99 @@ def chart(container_key: str, title: str, fig: go.Figure | None, empty: str = EM
             st.plotly_chart(fig, key=f"chart_{container_key}", config={"displayModeBar": False})
 
 
+def render_summary(view: DebateView, report: dict[str, Any]) -> None:
+    """The debate's numbers in one box (keyed metrics_summary)."""
+    summary = report.get("summary") or {}
+    over = view.status != "running"
+    with st.container(key="metrics_summary", border=True):
+        st.markdown(f"**Metrics** (answers read as: {md_escape(str(report.get('answer_type')))})")
+        facts = [f"rounds to decision {num(summary.get('rounds_to_decision'))}",
+                 f"final-answer similarity (SBERT, last round) {num(summary.get('answer_similarity'))}",
+                 f"all agree AUC {num(summary.get('agreement_all_auc'))}",
+                 f"majority agrees AUC {num(summary.get('agreement_majority_auc'))}"]
+        if over and (view.config or {}).get("reference"):
+            facts = [f"correct {num(summary.get('correct'))}",
+                     f"accuracy strict {num(summary.get('accuracy_strict'))} / smooth "
+                     f"{num(summary.get('accuracy_smooth'))}",
+                     f"accuracy AUC {num(summary.get('accuracy_auc_strict'))} / smooth "
+                     f"{num(summary.get('accuracy_auc_smooth'))}", *facts]
+        if report.get("self_bleu_diversity") is not None:
+            facts.append(f"Self-BLEU diversity of the two sides {num(report['self_bleu_diversity'])}")
+        judge = report.get("judge")
+        if judge and judge.get("side"):
+            own = {True: "its own model family's side", False: "the other family's side", None: "no family's side"}
+            facts.append(f"judge supported the {judge['side']} ({own[judge.get('supports_own_family')]})")
+        st.markdown(" · ".join(facts))
+        for problem in report.get("problems") or []:
+            st.caption(md_escape(problem))
+
+
+def render_agents(report: dict[str, Any]) -> None:
+    """Per agent: model, calls, tokens, latency, estimated cost, path consistency, initial and
+    final state (seed 001 §6.2), and who changed their answer when, after what (keyed agent_metrics)."""
+    agents = report.get("agents") or {}
+    with st.container(key="agent_metrics", border=True):
+        st.markdown("**Agents**")
+        if not agents:
+            st.caption(EMPTY)
+            return
+        rows = [{"agent": label, "model": row.get("model") or "", "calls": row.get("calls", 0),
+                 "tokens in": row.get("prompt_tokens", 0), "tokens out": row.get("completion_tokens", 0),
+                 "seconds": f"{row.get('latency_s') or 0.0:.1f}",
+                 "cost": reports.format_dollars(row.get("cost_usd"), "unknown"),
+                 "path consistency": num(row.get("path_consistency")),
+                 "initial → final": _states(row), "changes": len(row.get("changes") or [])}
+                for label, row in agents.items()]
+        st.table(rows)
+        changes = [c for row in agents.values() for c in row.get("changes") or []]
+        if changes:
+            st.markdown("**Who changed their answer when**")
+            for change in sorted(changes, key=lambda c: c["round"]):
+                st.markdown(f"- round {change['round']}: **{md_escape(change['agent'])}** "
+                            f"{md_escape(short(change.get('from'), 60))} → {md_escape(short(change.get('to'), 60))}")
+                before = change.get("before")
+                if before:
+                    st.caption(f"just before, {md_escape(before['agent'])} said: {md_escape(before['text'])}")
+
+
+def _states(row: dict[str, Any]) -> str:
+    start, end = row.get("initial_state"), row.get("final_state")
+    if start is None:
+        return "-"
+    if isinstance(start, dict):  # per player (Knight-Knave-Spy)
+        return "; ".join(f"{player}: {state} → {(end or {}).get(player, '-')}" for player, state in start.items())
+    return f"{start} → {end or '-'}"
+
+
 def render_plots(view: DebateView) -> None:
-    """The four live plots, in a 2 x 2 grid, keyed plot_diversity / plot_entropy / plot_votes / plot_timeline."""
-    with st.spinner("Computing answer diversity (the first time loads the SBERT model)…"):
-        diversity = diversity_series(view)
-    entropy = entropy_series(view)
+    """The metrics: summary, the charts in a grid (plot_diversity = similarity of final answers and
+    of whole replies, plot_entropy, plot_agreement, plot_accuracy, plot_votes, plot_timeline) and the
+    per-agent table."""
+    with st.spinner("Computing the metrics (the first time loads the SBERT model)…"):
+        report = debate_metrics(view)
+    over = view.status != "running"
+    referenced = over and bool((view.config or {}).get("reference"))
+    render_summary(view, report)
     votes = vote_rounds(view)
     left, right = st.columns(2)
     with left:
-        chart("plot_diversity", "Answer diversity (SBERT)",
-               line_figure({"diversity": diversity}, "Answer diversity (SBERT, 1 - cosine)", "diversity")
-               if diversity else None)
+        chart("plot_diversity", "Answer similarity (SBERT)", report_figure(
+            report, {"final answers": "answer_similarity", "whole replies": "reply_similarity"},
+            "Answer similarity (SBERT cosine): final answers vs whole replies", "cosine similarity"))
+        chart("plot_agreement", "Agreement", report_figure(
+            report, {"all agree": "agree_all", "majority agrees": "agree_majority", "disagreement": "disagreement"},
+            "Agreement and disagreement per round", "share"))
         chart("plot_votes", "Votes", votes_figure(votes, view.config.get("protocol", "")) if votes else None,
-               "Appears after the first round's vote or decision attempt.")
+              "Appears after the first round's vote or decision attempt.")
     with right:
-        chart("plot_entropy", "Entropy of answers",
-               line_figure({"entropy": entropy}, "Entropy of the agents' answers", "bits") if entropy else None)
-        chart("plot_timeline", "Answer timeline", timeline_figure(view))
+        entropy = {"entropy (bits)": "entropy"}
+        if referenced:
+            entropy["log-likelihood of the reference (log2)"] = "log_likelihood"
+        chart("plot_entropy", "Entropy of answers", report_figure(report, entropy, "Entropy of the agents' answers",
+                                                                   "bits"))
+        if referenced:
+            chart("plot_accuracy", "Accuracy", report_figure(
+                report, {"strict": "accuracy_strict", "smooth (per part)": "accuracy_smooth"},
+                "Accuracy of the round's majority answer", "accuracy"))
+        chart("plot_timeline", "Answer timeline", timeline_figure(view, report))
+    render_agents(report)

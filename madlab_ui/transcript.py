@@ -15,6 +15,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from mad_core.answers import final_answer, normalize_answer
+from mad_core.metrics.report import estimated_cost, format_dollars
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from .common import MODERATOR_AVATAR, agent_style, md_escape, short
@@ -72,7 +73,8 @@ def _round_title(view: DebateView, rnd: int) -> str:
     if rnd == 0:
         kinds = {t.kind for t in view.turns if t.round == 0}
         return "Independent drafts" if "draft" in kinds else "Setup"
-    return f"Round {rnd}"
+    topic = view.round_topics().get(rnd)  # seed 001's per-player debate: the player discussed
+    return f"Round {rnd}: {md_escape(topic)}" if topic else f"Round {rnd}"
 
 
 @dataclass
@@ -295,19 +297,35 @@ def render_reference(view: DebateView, state_key: str) -> None:
             st.markdown("✅ the decision matches it" if same else "❌ the decision differs from it")
 
 
+def agent_costs(view: DebateView) -> dict[str, float | None]:
+    """Estimated US dollars per agent so far (litellm's local price map; 0 for models run here;
+    None when a model's price is unknown)."""
+    costs: dict[str, float | None] = {}
+    for turn in view.turns:
+        if turn.status == "streaming":
+            continue
+        cost = estimated_cost(turn.model, turn.prompt_tokens, turn.completion_tokens)
+        known = costs.get(turn.agent, 0.0)
+        costs[turn.agent] = None if cost is None or known is None else known + cost
+    return costs
+
+
 def render_usage(view: DebateView) -> None:
-    """Tokens and seconds per agent and in total, and the elapsed time."""
+    """Tokens, seconds and estimated cost per agent and in total, and the elapsed time."""
     with st.container(key="usage", border=True):
         st.markdown("**Cost and progress**")
+        costs = agent_costs(view)
         rows = [{"agent": agent, "calls": u.calls, "prompt tokens": u.prompt_tokens,
-                 "completion tokens": u.completion_tokens, "seconds": u.seconds}
+                 "completion tokens": u.completion_tokens, "seconds": u.seconds, "cost": costs.get(agent, 0.0)}
                 for agent, u in view.usage.items()]
         if rows:
             rows.append({"agent": "total", "calls": sum(r["calls"] for r in rows),
                          "prompt tokens": sum(r["prompt tokens"] for r in rows),
                          "completion tokens": sum(r["completion tokens"] for r in rows),
-                         "seconds": sum(r["seconds"] for r in rows)})
-            st.table([{**row, "seconds": f"{row['seconds']:.1f}"} for row in rows])
+                         "seconds": sum(r["seconds"] for r in rows),
+                         "cost": None if any(r["cost"] is None for r in rows) else sum(r["cost"] for r in rows)})
+            st.table([{**row, "seconds": f"{row['seconds']:.1f}", "cost": format_dollars(row["cost"], "unknown")}
+                      for row in rows])
         render_usage_line(view)
 
 

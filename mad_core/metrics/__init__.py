@@ -18,6 +18,9 @@ Everything is re-exported here, so `from mad_core.metrics import entropy` and
     `self_bleu`, `self_bleu_diversity` (seed 002 §4.1), `token_overlap`,
     `convergence_winner` (seed 004).
   * `timeline`: `answer_timeline`, `vote_breakdown` (charts).
+  * `report` (imported on its own: `from mad_core.metrics.report import debate_report`): all of
+    the above applied to one stored debate, answers read with its `answer_type`, cached in the
+    database with its SBERT embeddings.
 
 Functions taking "answers" expect extracted answers (see `mad_core.answers.final_answer`);
 they compare them after `mad_core.answers.normalize_answer`. They never raise on empty or

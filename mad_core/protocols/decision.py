@@ -84,6 +84,17 @@ class DecisionContext(Interface):
     def judge_select(self, agents: list[str], drafts: list[str]) -> tuple[Ballot, str]:
         """(the judge's choice among the agents' final drafts, by label, as a 0-based index; its raw reply)."""
 
+    @property
+    def turns(self) -> list[Turn]:
+        """Every turn so far, in planned order (a protocol that reads replies itself: kks_mode)."""
+
+    def consult(self, label: str, kind: str, messages: list[dict], model: str, reply: Any = None) -> Turn:
+        """One call by a participant other than the agents (a supervisor), recorded as a turn."""
+
+    def record_vote(self, agent: str, protocol: str, raw: str, ballot: Any, valid: bool, reason: str | None,
+                    attempt: int = 1) -> None:
+        """Record a ballot the protocol read itself as a VoteCast (invalid ones with their reason)."""
+
 
 def first_agent_fallback(last: Outcome | None, eng, why: str) -> Outcome:
     """Seed 000's rule when voting cannot decide in time: take the first agent's solution."""

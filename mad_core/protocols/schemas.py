@@ -25,6 +25,16 @@ The shapes (solutions are numbered from 1, as the prompts show them):
   judge verdict         {"decision": "YES", "side": "Negative", "answer": "...", "reason": "..."}
   judge choice          {"choice": "Agent 2"}             one of the participants' labels
 
+The per-player Knight-Knave-Spy mode (mad_core/kks_mode.py, seed 001 App. C) asks for
+longer structured replies; their schemas are built from the puzzle's player names:
+
+  assignment  {"roles": {"Ann": "knight", ...}, "confidence": {"Ann": 7, ...}, "explanation": "..."}
+              (confidence only when agents report it)
+  stance      {"player": "Ann", "role": "knave", "agree_with": ["Agent 2"], "disagree_with": [],
+               "reasoning": "...", "confidence": 6}
+  order       {"order": ["Cid", "Ann", "Bea"], "reason": "..."}   every player once
+  supervisor  {"roles": {"Ann": "spy"}, "explanation": "..."}   the tied players, each one of its tied roles
+
 Every object lists all its properties as required and allows no others (what strict modes
 ask for). Length, size and range keywords (maxLength, minItems, maxItems, uniqueItems,
 minimum, maximum) bound a reply where a grammar enforces them (llama.cpp, vLLM); the
@@ -176,3 +186,49 @@ def verdict_format() -> ReplyFormat:
 def choice_format(labels: list[str]) -> ReplyFormat:
     """The judge names the participant whose draft is best (seed 004)."""
     return ReplyFormat("choice", "judge_choice", _object(choice={"type": "string", "enum": list(labels)}))
+
+
+# ----- the per-player Knight-Knave-Spy mode (seed 001 App. C) -----------------------------------
+KKS_ROLES = ("knight", "knave", "spy")
+KKS_REASON_CHARS = 400
+CONFIDENCE_SCALE = {"type": "integer", "minimum": 1, "maximum": 10}
+
+
+def _roles_object(allowed: dict[str, list[str]]) -> dict[str, Any]:
+    return _object(**{name: {"type": "string", "enum": list(roles)} for name, roles in allowed.items()})
+
+
+def kks_assignment_format(names: list[str], confidence: bool) -> ReplyFormat:
+    """A complete role assignment (proposal, self-adjustment, final decision), with a
+    confidence 1-10 per player when agents report it."""
+    fields: dict[str, Any] = {"roles": _roles_object({name: list(KKS_ROLES) for name in names})}
+    if confidence:
+        fields["confidence"] = _object(**{name: dict(CONFIDENCE_SCALE) for name in names})
+    fields["explanation"] = _text(KKS_REASON_CHARS)
+    return ReplyFormat("kks_assignment", "kks_assignment", _object(**fields))
+
+
+def kks_stance_format(player: str, others: list[str], confidence: bool) -> ReplyFormat:
+    """A debate-phase reply about one player: its role, whom the agent agrees and disagrees with."""
+    peers = ({"type": "array", "items": {"type": "string", "enum": list(others)}, "maxItems": len(others),
+              "uniqueItems": True} if others else {"type": "array", "items": {"type": "string"}, "maxItems": 0})
+    fields: dict[str, Any] = {"player": {"type": "string", "enum": [player]},
+                              "role": {"type": "string", "enum": list(KKS_ROLES)},
+                              "agree_with": peers, "disagree_with": peers, "reasoning": _text(KKS_REASON_CHARS)}
+    if confidence:
+        fields["confidence"] = dict(CONFIDENCE_SCALE)
+    return ReplyFormat("kks_stance", "kks_stance", _object(**fields))
+
+
+def kks_order_format(names: list[str]) -> ReplyFormat:
+    """The order in which an agent proposes to discuss the players: each one exactly once."""
+    return ReplyFormat("kks_order", "kks_order", _object(
+        order={"type": "array", "items": {"type": "string", "enum": list(names)}, "minItems": len(names),
+               "maxItems": len(names), "uniqueItems": True},
+        reason=_text(VERDICT_REASON_CHARS)))
+
+
+def kks_supervisor_format(tied: dict[str, list[str]]) -> ReplyFormat:
+    """The supervisor's roles for the tied players, each among the roles tied for it."""
+    return ReplyFormat("kks_supervisor", "kks_supervisor",
+                       _object(roles=_roles_object(tied), explanation=_text(KKS_REASON_CHARS)))

@@ -42,4 +42,11 @@ SCRIPTS: dict[str, dict] = {
     "xss": debate_script([XSS_TEXT + "\n\nFinal answer: 1", XSS_TEXT + "\n\nFinal answer: 1"], 2, answer="1"),
     # 5. fork: fast, three agents; the fork's own calls get the repeated "1".
     "forkme": debate_script([reply("fa", 8), reply("fb", 8), reply("fc", 8)], 3, token_delay=0.01),
+    # 6. experiments (test_e2e_experiments.py): each agent always gives the same answer, whatever the
+    #    call, so concurrent debates need no call order; the judge always picks Agent 1 ("yes").
+    "exp_e2e": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
+                            "Agent 3": ["Final answer: no"]}},
+    "exp_e2e_judge": {"replies": ["Agent 1"]},
+    "exp_e2e_slow": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
+                                 "Agent 3": ["Final answer: no"]}, "token_delay": 0.3},
 }

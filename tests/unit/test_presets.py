@@ -129,6 +129,22 @@ PAPER: dict[str, dict] = {
         "confidence": False,
     },
     "madc_ordering": {**_SEED_003, "ordering": "madc"},            # seed 003 Table 1 MAD+MADC; Algorithm 1
+    "wu_kks_per_player": {  # seed 001 (Wu et al.): anchor configuration A (§5.2) of the §4.1 protocol
+        "agents": 3,                       # §5.2 A "Agent team size = 3"
+        "paradigm": "kks_per_player",      # §4.1 player-by-player debate loop
+        "protocol": "kks_player_vote",     # §4.1 final per-player majority vote, supervisor on ties
+        "confidence": True,                # §4.1 initial proposal reports a confidence score
+        "confidence_visible": False,       # A "Confidence visibility = hidden"
+        "kks_order": "fixed",              # A "Debate order = fixed"
+        "kks_depth": 1,                    # A "Debate depth = 1"
+        "answer_type": "kks",              # §3 a role for every player
+        "all_agents_drafting": False,      # the initial proposals are the independent drafts
+        "connectivity": "full",
+        "personas": ["", "", ""],
+        "auto_personas": False,
+        "tit_for_tat": None,
+        "challenge": False,
+    },
     "madc_truth_last": {**_SEED_003, "ordering": "truth_last"},    # seed 003 Table 1 MAD+Truth ("Truth Last")
 }
 
@@ -147,7 +163,11 @@ TURNS = {
     # seed 003: 10 agents x (initial CoT round + 1 debate round) (Table 1)
     "madc_ordering": (10, 10, 2),
     "madc_truth_last": (10, 10, 2),
+    # seed 001: no draft/discussion turns of the other paradigms; its own phases are counted in KKS_TURNS
+    "wu_kks_per_player": (0, 0, 7),
 }
+# seed 001 §4.1 with 3 agents, 5 players, depth 1: (proposals, debate replies, self-adjustments, finals).
+KKS_TURNS = {"wu_kks_per_player": (3, 15, 15, 3)}
 
 
 def preset_config(name: str) -> DebateConfig:
@@ -246,6 +266,10 @@ def reply(messages, info):
         return "C"
     if kind == "judge":
         return "Decision: NO\nAnswer:" if "Decision:" in messages[-1]["content"] else "Weighed.\nFinal answer: C"
+    if kind in ("proposal", "adjustment", "final"):  # seed 001: a complete assignment (the preset's solution)
+        return f"Final answer: {PRESETS['wu_kks_per_player']['config']['reference']}"
+    if kind == "debate":  # seed 001: one player's role
+        return '{"role": "knight", "reasoning": "its statement holds"}'
     return f"AGREE. {agent} reasons it through.\nFinal answer: C"
 
 
@@ -260,6 +284,8 @@ def test_preset_runs_end_to_end_with_the_papers_number_of_turns(name, script):
     kinds = Counter(t.kind for t in turns)
     drafts, replies, decided_in = TURNS[name]
     assert (kinds["draft"], kinds["discussion"]) == (drafts, replies)
+    if name in KKS_TURNS:
+        assert (kinds["proposal"], kinds["debate"], kinds["adjustment"], kinds["final"]) == KKS_TURNS[name]
     assert all(t.status == "ok" for t in turns)
     decision = [e for e in events if isinstance(e, DecisionReached)]
     assert len(decision) == 1 and decision[0].round == decided_in and decision[0].fallback is None

@@ -101,7 +101,8 @@ def store(tmp_path):
 def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     path = tmp_path / "empty.db"
     store = Store(path)
-    assert store.applied_migrations() == ["m001_initial", "m002_owners_and_rounds"]
+    assert store.applied_migrations() == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
+                                           "m004_experiments"]
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
             "errors", "annotations", "rounds", "turns_fts", "annotations_fts"} <= set(db.table_names())
@@ -119,10 +120,12 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     assert db["turns"].detect_fts() == "turns_fts" and db["annotations"].detect_fts() == "annotations_fts"
     assert {"turns_ai", "turns_ad", "turns_au", "annotations_ai"} <= {t.name for t in db.triggers}
     assert db.journal_mode == "wal"
+    assert db["metric_reports"].pks == ["debate_id"] and db["embeddings"].pks == ["text_hash", "model"]
+    assert db["embeddings"].columns_dict["vector"] is bytes
     store.close()
     # Reopening applies nothing twice.
     with Store(path) as again:
-        assert again.db["_migrations"].count == 2
+        assert again.db["_migrations"].count == 4
 
 
 def test_default_path_is_under_madlab_home(madlab_home):

@@ -45,6 +45,8 @@ def assert_same(live: dict, stored: dict) -> None:
 def config_for(paradigm: str, model: str, **settings) -> DebateConfig:
     n = 2 if paradigm == "two_sided" else 3
     extra = {"judge_model": model, "protocol": "judge"} if paradigm == "two_sided" else {}
+    if paradigm == "kks_per_player":  # seed 001's mode debates a Knight-Knave-Spy puzzle with its own vote
+        extra = {"answer_type": "kks", "answer_options": ["Ann", "Bo"], "protocol": "kks_player_vote"}
     agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
     return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents,
                                    "paradigm": paradigm, "rounds": 2, "max_rounds": 3, "retry_base_delay": 0,

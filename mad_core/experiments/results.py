@@ -1,0 +1,278 @@
+"""An experiment's results: one row per configuration (mean ± standard deviation over seeds and
+items), the data of its plots, and CSV exports.
+
+What it is for: the numbers of each debate come from its report (`mad_core.metrics.report.
+debate_report`, cached in the database); this module only gathers and aggregates them. The
+aggregation functions are pure (summary dicts in, numbers out) so that they are tested with
+hand-made summaries.
+
+Conventions (say so wherever the numbers are shown):
+  * mean over the debates that have the value (None is skipped) with n = how many had it;
+    sd is the SAMPLE standard deviation (n - 1), None when n < 2;
+  * accuracy: 1 when the debate's decision is correct, 0 when it is wrong or when the debate
+    reached no decision (failed: no answer counts as wrong, as an unanswered item would);
+  * tokens: prompt + completion tokens of every call of the debate; cost in US dollars
+    (litellm's price table; 0 for local models);
+  * only debates that ended (finished or failed) count; pending, running and stopped ones wait.
+
+What it must not do: draw (plots are built by madlab_ui from `plot_data`), call a model, import
+streamlit, or write a CSV cell that a spreadsheet would run as a formula (`csv_safe`).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..store import Store, csv_safe
+from . import storage
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample standard deviation of the values that were there (n of them)."""
+
+    mean: float | None
+    sd: float | None
+    n: int
+
+    def text(self, digits: int = 2) -> str:
+        if self.mean is None:
+            return "–"
+        if self.sd is None:
+            return f"{self.mean:.{digits}f}"
+        return f"{self.mean:.{digits}f} ± {self.sd:.{digits}f}"
+
+
+def mean_sd(values: list[Any]) -> Stat:
+    """Mean ± sample sd of the numbers among `values` (None and non-numbers skipped)."""
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+               and math.isfinite(float(v))]
+    if not numbers:
+        return Stat(None, None, 0)
+    mean = sum(numbers) / len(numbers)
+    if len(numbers) < 2:
+        return Stat(mean, None, 1)
+    return Stat(mean, math.sqrt(sum((x - mean) ** 2 for x in numbers) / (len(numbers) - 1)), len(numbers))
+
+
+def accuracy_of(summary: dict[str, Any]) -> float | None:
+    """1.0 correct, 0.0 wrong or undecided, None when there is nothing to judge against."""
+    if not summary.get("decided"):
+        return 0.0
+    correct = summary.get("correct")
+    return None if correct is None else float(bool(correct))
+
+
+def _tokens(summary: dict[str, Any]) -> float | None:
+    parts = [summary.get("prompt_tokens"), summary.get("completion_tokens")]
+    if all(p is None for p in parts):
+        return None
+    return float(sum(p or 0 for p in parts))
+
+
+# name -> (column title, value of one debate's summary, digits shown)
+METRICS: dict[str, tuple[str, Callable[[dict[str, Any]], Any], int]] = {
+    "accuracy": ("accuracy", accuracy_of, 2),
+    "accuracy_smooth": ("smooth accuracy", lambda s: s.get("accuracy_smooth"), 2),
+    "rounds_to_decision": ("rounds to decision", lambda s: s.get("rounds_to_decision"), 2),
+    "similarity": ("answer similarity", lambda s: s.get("answer_similarity"), 3),
+    "agreement_auc": ("agreement AUC (all)", lambda s: s.get("agreement_all_auc"), 2),
+    "tokens": ("tokens", _tokens, 0),
+    "cost_usd": ("cost (USD)", lambda s: s.get("cost_usd"), 4),
+}
+
+
+@dataclass
+class ConfigRow:
+    """One configuration's line of the results table."""
+
+    key: str
+    label: str
+    values: dict[str, Any]  # grid axis -> value
+    planned: int
+    finished: int
+    failed: int
+    stats: dict[str, Stat]
+
+
+def aggregate(runs: list[dict[str, Any]], configurations: list[dict[str, Any]]) -> list[ConfigRow]:
+    """The results table from per-debate rows.
+
+    `runs`: {"config_key", "status", "summary": the report's summary or None};
+    `configurations`: {"key", "label", "values"} in table order."""
+    table = []
+    for configuration in configurations:
+        mine = [r for r in runs if r["config_key"] == configuration["key"]]
+        ended = [r for r in mine if r["status"] in storage.DONE_RUN_STATUSES and r.get("summary") is not None]
+        stats = {name: mean_sd([fn(r["summary"]) for r in ended]) for name, (_, fn, _) in METRICS.items()}
+        table.append(ConfigRow(configuration["key"], configuration["label"], dict(configuration["values"]),
+                               len(mine), sum(r["status"] == "finished" for r in mine),
+                               sum(r["status"] == "failed" for r in mine), stats))
+    return table
+
+
+def sum_transitions(reports: list[dict[str, Any] | None]) -> dict[str, dict[str, int]]:
+    """{initial state: {final state: count}} summed over debates (seed 001 §6.2)."""
+    total: dict[str, dict[str, int]] = {}
+    for transitions in reports:
+        for initial, finals in (transitions or {}).items():
+            for final, count in (finals or {}).items():
+                row = total.setdefault(str(initial), {})
+                row[str(final)] = row.get(str(final), 0) + int(count)
+    return total
+
+
+def rounds_distribution(runs: list[dict[str, Any]], configurations: list[dict[str, Any]]) -> dict[str, dict[int, int]]:
+    """{configuration label: {rounds to decision: debates}} over the debates that decided."""
+    labels = {c["key"]: c["label"] for c in configurations}
+    out: dict[str, dict[int, int]] = {c["label"]: {} for c in configurations}
+    for run in runs:
+        value = (run.get("summary") or {}).get("rounds_to_decision")
+        if run["status"] in storage.DONE_RUN_STATUSES and isinstance(value, int) and not isinstance(value, bool):
+            counts = out[labels[run["config_key"]]]
+            counts[value] = counts.get(value, 0) + 1
+    return {label: dict(sorted(counts.items())) for label, counts in out.items()}
+
+
+def plot_data(table: list[ConfigRow], runs: list[dict[str, Any]],
+              configurations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers behind each plot (the app draws them and offers them for download)."""
+    return {
+        "accuracy": [{"configuration": r.label, "accuracy": r.stats["accuracy"].mean, "sd": r.stats["accuracy"].sd,
+                      "n": r.stats["accuracy"].n} for r in table],
+        "similarity_vs_accuracy": [{"configuration": r.label, "similarity": r.stats["similarity"].mean,
+                                    "accuracy": r.stats["accuracy"].mean} for r in table
+                                   if r.stats["similarity"].mean is not None and r.stats["accuracy"].mean is not None],
+        "rounds": rounds_distribution(runs, configurations),
+        "transitions": sum_transitions([r.get("transitions") for r in runs
+                                        if r["status"] in storage.DONE_RUN_STATUSES]),
+    }
+
+
+# ----- reading an experiment's results from the database ------------------------------------------
+@dataclass
+class Results:
+    """Everything the results view shows for one experiment."""
+
+    experiment: dict[str, Any]
+    configurations: list[dict[str, Any]]  # {"key", "label", "values"}
+    runs: list[dict[str, Any]]  # the run rows, each with "config_label", "summary", "transitions"
+    table: list[ConfigRow]
+    plots: dict[str, Any]
+    problems: list[str] = field(default_factory=list)  # reports that could not be computed
+
+
+def configurations_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configurations of a stored spec (grid expansion only: no task set, no model check)."""
+    from .spec import expand_grid
+
+    return [{"key": c.key, "label": c.label, "values": c.values}
+            for c in expand_grid(spec.get("base") or {}, spec.get("grid") or {})]
+
+
+def experiment_results(store: Store, experiment_id: str, *, embed: Any = None) -> Results:
+    """Gather the reports of an experiment's debates and aggregate them."""
+    experiment = storage.get_experiment(store, experiment_id)
+    if experiment is None:
+        raise LookupError(f"no experiment with id {experiment_id!r}")
+    configurations = configurations_of(experiment["spec"])
+    labels = {c["key"]: c["label"] for c in configurations}
+    rows, problems = [], []
+    for run in storage.runs(store, experiment_id):
+        report = None
+        if run["status"] in storage.DONE_RUN_STATUSES and run.get("debate_id") and store.get_debate(run["debate_id"]):
+            try:
+                report = _report(store, run["debate_id"], embed)
+            except Exception as exc:  # noqa: BLE001 - one bad debate must not hide the others
+                problems.append(f"debate {run['debate_id'][:8]}: {type(exc).__name__}: {exc}")
+        rows.append({**run, "config_label": labels.get(run["config_key"], run["config_key"]),
+                     "summary": (report or {}).get("summary"), "transitions": (report or {}).get("transitions")})
+    table = aggregate(rows, configurations)
+    return Results(experiment, configurations, rows, table, plot_data(table, rows, configurations), problems)
+
+
+def _report(store: Store, debate_id: str, embed: Any) -> dict[str, Any]:
+    from ..metrics.report import debate_report
+
+    return debate_report(store, debate_id, embed=embed)
+
+
+# ----- exports ---------------------------------------------------------------------------------------
+def table_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
+    """The table as flat records: configuration, axis values, counts, and mean / sd / n per metric."""
+    records = []
+    for row in table:
+        record: dict[str, Any] = {"configuration": row.key, "label": row.label}
+        record.update({axis: _cell(value) for axis, value in row.values.items()})
+        record.update(debates=row.planned, finished=row.finished, failed=row.failed)
+        for name, stat in row.stats.items():
+            record.update({f"{name}_mean": stat.mean, f"{name}_sd": stat.sd, f"{name}_n": stat.n})
+        records.append(record)
+    return records
+
+
+def display_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
+    """The table as people read it: one "mean ± sd" text per metric."""
+    records = []
+    for row in table:
+        record: dict[str, Any] = {"configuration": row.label, "debates": row.planned, "finished": row.finished,
+                                  "failed": row.failed}
+        for name, (title, _, digits) in METRICS.items():
+            record[title] = row.stats[name].text(digits)
+        records.append(record)
+    return records
+
+
+def run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per planned debate: where it stands and its summary's numbers."""
+    keys = ("run_index", "config_key", "config_label", "item_id", "seed", "debate_id", "status", "wall_s", "error")
+    records = []
+    for run in runs:
+        record = {key: run.get(key) for key in keys}
+        summary = run.get("summary") or {}
+        record.update({name: (fn(summary) if summary else None) for name, (_, fn, _) in METRICS.items()})
+        record["answer"] = summary.get("answer")
+        records.append(record)
+    return records
+
+
+def to_csv(records: list[dict[str, Any]]) -> str:
+    """Records as CSV; every cell through `csv_safe` (no formula reaches a spreadsheet)."""
+    out = io.StringIO()
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    writer = csv.DictWriter(out, fieldnames=columns)
+    writer.writeheader()
+    for record in records:
+        writer.writerow({key: csv_safe(value) for key, value in record.items()})
+    return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def text_table(table: list[ConfigRow]) -> str:
+    """The results table as aligned plain text (the CLI prints it)."""
+    records = display_records(table)
+    if not records:
+        return "(no configurations)"
+    columns = list(records[0])
+    widths = {c: max(len(c), *(len(str(r[c])) for r in records)) for c in columns}
+    lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
+    lines += ["  ".join(str(r[c]).ljust(widths[c]) for c in columns) for r in records]
+    return "\n".join(lines)
+
+
+def spec_summary(spec: dict[str, Any]) -> str:
+    """One line: the task set, items, seeds and grid of a stored spec."""
+    grid = " × ".join(f"{axis} ({len(values)})" for axis, values in (spec.get("grid") or {}).items()) or "no grid"
+    return (f"{spec.get('task_set')} · {spec.get('items')} items · seeds {spec.get('seeds')} · {grid} · "
+            f"concurrency {spec.get('concurrency')}")
+
+
+__all__ = ["Stat", "mean_sd", "accuracy_of", "METRICS", "ConfigRow", "aggregate", "sum_transitions",
+           "rounds_distribution", "plot_data", "Results", "experiment_results", "table_records", "display_records",
+           "run_records", "to_csv", "text_table", "spec_summary", "configurations_of"]
