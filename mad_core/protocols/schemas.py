@@ -190,7 +190,10 @@ def choice_format(labels: list[str]) -> ReplyFormat:
 
 # ----- the per-player Knight-Knave-Spy mode (seed 001 App. C) -----------------------------------
 KKS_ROLES = ("knight", "knave", "spy")
-KKS_REASON_CHARS = 400
+# A reason's length bounds the reply (a grammar backend gets room for the longest reply its schema
+# allows) and so the history every later turn re-reads: with 400 characters the fifth player's
+# self-adjustments of a 5-player, 3-agent debate on SmolLM2 passed the local server's shared context.
+KKS_REASON_CHARS = 200
 CONFIDENCE_SCALE = {"type": "integer", "minimum": 1, "maximum": 10}
 
 
