@@ -8,7 +8,7 @@ What it is for:
     then reaches it through litellm's OpenAI-compatible path like any remote model.
   * The server has ``MADLAB_LLAMA_SLOTS`` parallel slots (default 4) with continuous
     batching and one KV cache they share (``--kv-unified``) of ``MADLAB_N_CTX`` tokens per
-    slot (default 2048; ``-c`` is their product): a single long call (a memory debate's
+    slot (default 4096; ``-c`` is their product): a single long call (a memory debate's
     last rounds) may use the whole pool instead of failing at one slot's share; idle slots
     keep their prompts there (``--no-cache-idle-slots``) until the pool runs short, when
     llama.cpp drops them first.
@@ -61,7 +61,11 @@ from collections.abc import Hashable
 from pathlib import Path
 
 DEFAULT_SLOTS = 4
-DEFAULT_CTX_PER_SLOT = 2048
+# 4096: a per-player KKS debate (seed 001; 3 agents, 5 players) keeps each agent's whole history
+# in its slot; at 2048 x 4 its three concurrent final calls (~2,000 prompt tokens each, with the
+# other slots' caches) ran out of the pool. SmolLM2-135M's KV cache is ~23 KB a token (f16):
+# 16,384 tokens are ~380 MB.
+DEFAULT_CTX_PER_SLOT = 4096
 DEFAULT_START_TIMEOUT_S = 120.0
 _START_TRIES = 3  # a server that lost its port to another process is started again on a new one
 _LOG_HEADER = "=== MAD Lab starts llama-server at "
