@@ -1,11 +1,16 @@
 """MAD Lab, the Debate page: set up a multi-agent debate, start it, watch it stream and steer it.
 
+This file is also the app's router (`madlab_ui.navigation.route`): run as the entry file it builds
+the named pages (`navigation.PAGES`: Debate, Transcripts, Compare, ...) and runs the chosen one; run as
+the Debate page, it draws the page below.
+
 The debate never runs inside this script: Start hands the config to `mad_core.live`, which runs
 it in a background thread of the server; this page keeps the debate id (and the session's
 incremental view of it, `madlab_ui.live_page`) in `st.session_state`. A full run draws what is
 settled; a fragment redraws only what moves, a few times a second (`live_page.refresh_interval`).
-A rerun or a closed tab neither stops nor duplicates a debate (the Transcripts page lists running
-ones to reattach).
+A rerun or a closed tab neither stops nor duplicates a debate. The URL carries the session's token
+and the watched debate (`madlab_ui.session_memory`): a reload or a second tab with that URL shows the
+same form and debate; a tab without one lists the debates running now.
 """
 from __future__ import annotations
 
@@ -13,9 +18,11 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.view import DebateView
-from madlab_ui import controls, forms, live_page
+from madlab_ui import browse, controls, forms, live_page, navigation, session_memory
 from madlab_ui.common import DEBATE_ID, id8, open_store, page_setup
 
+if navigation.route():  # the entry file's run: the chosen page (maybe this one, run again) has been drawn
+    st.stop()
 page_setup("Debate")
 
 
@@ -45,15 +52,24 @@ def watch(debate_id: str) -> None:
     live_page.watch(page, f"reveal_{debate_id}")
 
 
-st.title("🗣️ MAD Lab")
-st.caption("Watch and steer multi-agent LLM debates.")
+# A projector is 1280x720: the form box and the transcript box take the height the window has (a fixed
+# height either hides Start and the latest turn below the fold there or wastes a large screen), and the
+# page's top padding shrinks, so Start, the status line, the latest turn and the sidebar's steering
+# controls are in view without scrolling the page (tests/e2e/test_e2e_reload.py measures it). Our own
+# static CSS, nothing a user or a model wrote.
+FIT_WINDOW_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 3rem; padding-left: 2rem; padding-right: 2rem; }
+div:has(> .st-key-setup_form) { --box: max(300px, calc(100dvh - 235px)); }
+div:has(> .st-key-transcript) { --box: max(300px, calc(100dvh - 300px)); }
+div:has(> .st-key-setup_form), div:has(> .st-key-transcript) { flex-basis: var(--box) !important; height: var(--box) !important; }
+</style>"""
+st.html(FIT_WINDOW_CSS)
+st.subheader(":material/forum: MAD Lab · watch and steer multi-agent LLM debates", anchor=False)
 setup, stage = st.columns([2, 3], gap="large")
 with setup:
-    st.header("Set up")
     forms.render_fork_banner()
     forms.render_form()
 with stage:
-    st.header("Debate")
     watched = st.session_state.get(DEBATE_ID)
     if watched:
         watch(watched)
@@ -61,3 +77,6 @@ with stage:
         st.info("Pick a preset or write a question, choose the agents and the rules, then press Start. "
                 "The debate runs in the background: you may reload this page, leave it, or watch it from "
                 "another tab (Transcripts lists running debates).")
+        browse.render_running(title="Debates running now", action="Watch")
+session_memory.show_watched_in_url()
+session_memory.remember()  # again: the run itself may have changed the form (a fork applied) or the debate

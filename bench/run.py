@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "parsers": ("parsers.py", [], "every reader of model text on hostile 100,000-character replies (< 50 ms)"),
     "live_refresh": ("live_refresh.py", [], "server time of one live-page refresh, 200-turn debate (<= 50 ms)"),
     "browser": ("browser.py", [], "token-to-Chromium latency (median <= 300 ms); watched / unwatched (<= 1.1)"),
+    "steering": ("steering.py", [], "steering controls, click to visible change in Chromium (<= 0.5 s each)"),
     "memory": ("memory.py", [], "peak RSS of the default offline debate (process and model server)"),
     "local_debate": ("local_model.py", ["debate"], "default debate on the local server: prefill / decode share"),
     "local_prompt_cache": ("local_model.py", ["prompt_cache"], "prefill of a second turn with the prompt cache"),
@@ -44,7 +45,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "local_ballots": ("local_model.py", ["ballots"], "invalid-ballot rate over 20 default debates"),
     "hf_speed": ("hf_speed.py", [], "the same debate through llama.cpp and through the in-process hf provider"),
 }
-SLOW = {"browser", "hf_speed", "memory", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
+SLOW = {"browser", "steering", "hf_speed", "memory", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
 HEADER = """# Benchmarks
 
 Written by `bench/run.py` (see `bench/`); each section says the machine, the command and the

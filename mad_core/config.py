@@ -20,7 +20,8 @@ import re
 import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, Iterator
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
@@ -165,6 +166,12 @@ class DebateConfig:
 
         With `check_models=False` model names are only checked to be non-empty text of a sane
         length, not that they can be called here (see `validate`)."""
+        return cls._build(data).validate(check_models=check_models)
+
+    @classmethod
+    def _build(cls, data: Any) -> "DebateConfig":
+        """The config `data` describes, its fields not yet checked (ConfigError: not a mapping of
+        known settings with a question, or a malformed agent list)."""
         if not isinstance(data, dict):
             raise ConfigError("config", f"expected a mapping of settings, got {type(data).__name__}")
         _check_keys(data, _SETTINGS, "")
@@ -173,75 +180,120 @@ class DebateConfig:
         values = dict(data)
         if "agents" in values:
             values["agents"] = _parse_agents(values["agents"])
-        return cls(**values).validate(check_models=check_models)
+        return cls(**values)
+
+    @classmethod
+    def problems(cls, data: Any, *, check_models: bool = True) -> list[ConfigError]:
+        """Every problem of `data`, in `validate`'s order (empty: `from_dict` accepts it).
+
+        For a form that shows them all at once. The rules are `validate`'s own (`_checks`); a
+        rule over a field already at fault (e.g. max_rounds >= rounds when rounds is not a
+        number) is skipped, and a field has at most one problem (its first). A malformed agent list is reported and the other settings are
+        checked with the default agents, leaving out what those would say about agents."""
+        found: list[ConfigError] = []
+        if isinstance(data, dict) and "agents" in data:
+            try:
+                _parse_agents(data["agents"])
+            except ConfigError as exc:
+                found.append(exc)
+                data = {k: v for k, v in data.items() if k != "agents"}
+        try:
+            cfg = cls._build(data)
+        except ConfigError as exc:
+            return found + [exc]
+        agents_broken = bool(found)
+        for check in cfg._checks(check_models):
+            try:
+                check()
+            except ConfigError as exc:
+                if agents_broken and exc.field.startswith(("agents", "connectivity")):
+                    continue
+                if all(exc.field != seen.field for seen in found):  # one problem a field: the first
+                    found.append(exc)
+            except Exception:  # noqa: BLE001 - a rule over a field already at fault
+                if not found:
+                    raise
+        return found
 
     def copy(self, **changes: Any) -> "DebateConfig":
         return DebateConfig.from_dict({**self.to_dict(), **changes})
 
     # ----- validation -------------------------------------------------------------------
     def validate(self, *, check_models: bool = True) -> "DebateConfig":
-        """Check every field; raise ConfigError naming the first one at fault.
+        """Check every field; raise ConfigError naming the first one at fault (`problems`
+        lists them all).
 
         `check_models=False` skips asking the model layer whether each model can be called
         on this machine (its providers, scripts and files): a stored debate may name models
         that only exist where it ran."""
+        for check in self._checks(check_models):
+            check()
+        return self
+
+    def _checks(self, check_models: bool) -> Iterator[Callable[[], None]]:
+        """validate's rules, one field or rule each, in order; each raises a ConfigError.
+
+        A generator: each rule is made after the ones before it ran, so a rule may assume
+        what `validate` has checked by then (`problems` goes on past a failed one)."""
         from . import registry
 
         check_model = _check_model if check_models else _check_model_name
-        _check_text("question", self.question, MAX_TEXT, required=True)
-        _check_text("task", self.task, MAX_TEXT)
-        self._validate_agents(check_model)
+        yield partial(_check_text, "question", self.question, MAX_TEXT, required=True)
+        yield partial(_check_text, "task", self.task, MAX_TEXT)
+        yield from self._agent_checks(check_model)
         for name in COMPONENT_SETTINGS:
-            value = getattr(self, name)
-            if not isinstance(value, str) or value not in registry.names(name):
-                valid = ", ".join(sorted(registry.names(name)))
-                raise ConfigError(name, f"unknown {name} {short_repr(value)}; valid choices: {valid}")
+            yield partial(_check_component, name, getattr(self, name), registry.names(name))
         for name, (low, high) in INT_RANGES.items():
             if getattr(self, name) is not None or name not in OPTIONAL_SETTINGS:
-                _check_int(name, getattr(self, name), low, high)
-        if self.max_rounds < self.rounds:
-            raise ConfigError("max_rounds", f"must be at least rounds ({self.rounds}), got {self.max_rounds}")
+                yield partial(_check_int, name, getattr(self, name), low, high)
+        yield self._check_round_limits
         for name, (low, high) in NUMBER_RANGES.items():
             if getattr(self, name) is not None or name not in OPTIONAL_SETTINGS:
-                _check_number(name, getattr(self, name), low, high)
+                yield partial(_check_number, name, getattr(self, name), low, high)
         for name in FLAG_SETTINGS:
-            _check_type(name, getattr(self, name), bool)
-        _check_connectivity(self.connectivity, [a.label for a in self.agents])
-        if self.kks_order not in KKS_ORDERS:
-            raise ConfigError("kks_order", f"unknown order {short_repr(self.kks_order)}; valid choices: "
-                                           f"{', '.join(KKS_ORDERS)}")
+            yield partial(_check_type, name, getattr(self, name), bool)
+        yield partial(_check_connectivity, self.connectivity,
+                      [a.label for a in self.agents if isinstance(a, AgentConfig)])
+        yield partial(_check_component, "kks_order", self.kks_order, KKS_ORDERS, "order")
         for name in ("judge_model", "persona_model", "summarizer_model", "supervisor_model"):
             if getattr(self, name) is not None:
-                check_model(name, getattr(self, name))
+                yield partial(check_model, name, getattr(self, name))
         if self.reference is not None:
-            _check_text("reference", self.reference, MAX_TEXT)
-        _check_answer_reading(self.answer_type, self.answer_options)
+            yield partial(_check_text, "reference", self.reference, MAX_TEXT)
+        yield partial(_check_answer_reading, self.answer_type, self.answer_options)
         # Component-specific rules (e.g. two_sided needs two agents and a judge).
         for kind in ("paradigm", "protocol", "ordering"):
             check = getattr(registry.get(kind, getattr(self, kind)), "check_config", None)
             if check is not None:
-                check(self)
-        return self
+                yield partial(check, self)
 
-    def _validate_agents(self, check_model: Callable[[str, Any], None]) -> None:
+    def _check_round_limits(self) -> None:
+        if self.max_rounds < self.rounds:
+            raise ConfigError("max_rounds", f"must be at least rounds ({self.rounds}), got {self.max_rounds}")
+
+    def _agent_checks(self, check_model: Callable[[str, Any], None]) -> Iterator[Callable[[], None]]:
         if not isinstance(self.agents, list) or not self.agents:
-            raise ConfigError("agents", "at least one agent is needed")
+            yield partial(_fail, "agents", "at least one agent is needed")
+            return
         if len(self.agents) > MAX_AGENTS:
-            raise ConfigError("agents", f"at most {MAX_AGENTS} agents, got {len(self.agents)}")
+            yield partial(_fail, "agents", f"at most {MAX_AGENTS} agents, got {len(self.agents)}")
+            return
         first_with: dict[str, int] = {}  # label -> index of the agent that has it
         for i, agent in enumerate(self.agents):
             where = f"agents[{i}]"
             if not isinstance(agent, AgentConfig):
-                raise ConfigError(where, f"expected an agent (label, model, persona, ...), got {short_repr(agent)}")
-            _check_text(f"{where}.label", agent.label, MAX_NAME, required=True)
-            if agent.label in first_with:
-                raise ConfigError(f"{where}.label", f"agent labels must be unique: {short_repr(agent.label)} "
-                                                    f"is also the label of agents[{first_with[agent.label]}]")
-            first_with[agent.label] = i
-            _check_text(f"{where}.persona", agent.persona, MAX_TEXT)
-            _check_number(f"{where}.temperature", agent.temperature, *AGENT_TEMPERATURE)
-            _check_int(f"{where}.max_tokens", agent.max_tokens, *AGENT_MAX_TOKENS)
-            check_model(f"{where}.model", agent.model)
+                yield partial(_fail, where, f"expected an agent (label, model, persona, ...), got {short_repr(agent)}")
+                continue
+            yield partial(_check_text, f"{where}.label", agent.label, MAX_NAME, required=True)
+            if isinstance(agent.label, str) and agent.label in first_with:
+                yield partial(_fail, f"{where}.label", f"agent labels must be unique: {short_repr(agent.label)} "
+                                                       f"is also the label of agents[{first_with[agent.label]}]")
+            elif isinstance(agent.label, str):
+                first_with[agent.label] = i
+            yield partial(_check_text, f"{where}.persona", agent.persona, MAX_TEXT)
+            yield partial(_check_number, f"{where}.temperature", agent.temperature, *AGENT_TEMPERATURE)
+            yield partial(_check_int, f"{where}.max_tokens", agent.max_tokens, *AGENT_MAX_TOKENS)
+            yield partial(check_model, f"{where}.model", agent.model)
 
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(DebateConfig))
@@ -418,8 +470,10 @@ def _check_keys(data: dict[Any, Any], known: frozenset[str], where: str) -> None
 
 
 def _parse_agents(raw: Any) -> list[AgentConfig]:
-    if not isinstance(raw, list) or not raw:
+    if not isinstance(raw, list):
         raise ConfigError("agents", f"expected a non-empty list of agents, got {short_repr(raw)}")
+    if not raw:
+        return []  # validate says "at least one agent is needed"
     if len(raw) > MAX_AGENTS:
         raise ConfigError("agents", f"at most {MAX_AGENTS} agents, got {len(raw)}")
     agents = []
@@ -437,6 +491,17 @@ def _parse_agents(raw: Any) -> list[AgentConfig]:
 def _check_type(name: str, value: Any, kind: type) -> None:
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise ConfigError(name, f"expected {kind.__name__}, got {short_repr(value)}")
+
+
+def _fail(name: str, message: str) -> None:
+    raise ConfigError(name, message)
+
+
+def _check_component(name: str, value: Any, valid: Any, noun: str | None = None) -> None:
+    """`value` is one of the `valid` names (a paradigm, protocol, ordering, ...)."""
+    if not isinstance(value, str) or value not in valid:
+        choices = ", ".join(sorted(valid)) if noun is None else ", ".join(valid)
+        raise ConfigError(name, f"unknown {noun or name} {short_repr(value)}; valid choices: {choices}")
 
 
 def _check_text(name: str, value: Any, max_chars: int, required: bool = False) -> None:

@@ -6,9 +6,13 @@ of agents that speak in the same step run concurrently (bounded by `max_concurre
 model that serves one request at a time is serialized). When a store is given, the worker
 writes every finished turn, vote and decision before the consumer sees it.
 
-A `Controller` steers a running debate from any thread: pause / resume, stop (graceful: the
-turn being streamed is kept and marked interrupted), a moderator message to all or some agents
-(it reaches the next prompt of exactly those agents), and force-decision-now.
+A `Controller` steers a running debate from any thread: pause / resume, stop (the turn being
+streamed is cut at its next piece, kept and marked interrupted; no further turn starts), a
+moderator message to all or some agents (it reaches the next prompt of exactly those agents),
+and force-decision-now (the calls under way finish, then the protocol decides). The engine
+publishes what it is doing on the controller (`Controller.activity`: the phase, the round, the
+calls of the current step and how many of them have finished), so a viewer can say what a
+request is waiting for.
 
 Resume and fork replay the debate's schedule over an existing history: a step whose turn is
 already in the history reuses it instead of calling a model, so a resumed debate continues
@@ -35,6 +39,7 @@ import time
 import uuid
 from collections import defaultdict, deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from . import prompts, registry
@@ -44,7 +49,7 @@ from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateSt
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .paradigms import Step, visible_authors
-from .personas import generate_personas
+from .personas import generate_personas, neutral
 from .protocols.ballots import Ballot, Verdict, parse_ballot, read_judge_verdict
 from .protocols.schemas import (ReplyFormat, agreement_format, ballot_format, choice_format, extraction_format,
                                 verdict_format)
@@ -54,8 +59,34 @@ _DONE = object()
 SEEN_KINDS = (*DISCUSSION_KINDS, "summary")  # turns an agent may be shown
 
 
+# The phase a step of model calls belongs to, by the kind of its turns (any other kind: "discussion").
+PHASE_OF_KIND = {"vote": "voting", "extraction": "extraction", "judge": "judge", "supervisor": "judge",
+                 "persona": "personas", "summary": "summary", "challenge": "challenge"}
+
+
+def phase_of(kinds) -> str:
+    """The phase of a step whose turns are of these kinds (the first kind that names one)."""
+    return next((PHASE_OF_KIND[k] for k in kinds if k in PHASE_OF_KIND), "discussion")
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What a running debate is doing now, as its engine publishes it (a snapshot, any thread may read it).
+
+    `phase`: starting, personas, discussion, summary, extraction, voting, judge, challenge or
+    ended. `expected` / `received`: the model calls of the current step (the turns of a round's
+    step, the ballots of one voting attempt) and how many of them have finished. `deciding`: the
+    calls belong to a decision attempt (the protocol is deciding)."""
+
+    phase: str = "starting"
+    round: int = 0
+    expected: int = 0
+    received: int = 0
+    deciding: bool = False
+
+
 class Controller:
-    """Thread-safe steering flags and messages for one running debate."""
+    """Thread-safe steering flags and messages for one running debate, and what it is doing now."""
 
     def __init__(self) -> None:
         self._stop = threading.Event()
@@ -64,6 +95,7 @@ class Controller:
         self._force = threading.Event()
         self._lock = threading.Lock()
         self._actions: deque[SteeringApplied] = deque()
+        self._activity = Activity()
         self.labels: list[str] | None = None  # set by the engine: valid message targets
 
     # -- commands (any thread) ------------------------------------------------------------
@@ -136,6 +168,23 @@ class Controller:
     def sleep(self, seconds: float) -> None:
         """Wait `seconds` (a retry's backoff or Retry-After), or less when the debate is stopped."""
         self._stop.wait(seconds)
+
+    @property
+    def activity(self) -> Activity:
+        """What the engine is doing now (see `Activity`)."""
+        with self._lock:
+            return self._activity
+
+    # -- published by the engine ----------------------------------------------------------
+    def publish(self, **changes: Any) -> None:
+        """Set fields of the activity (engine thread)."""
+        with self._lock:
+            self._activity = replace(self._activity, **changes)
+
+    def call_finished(self) -> None:
+        """One call of the current step finished (engine thread)."""
+        with self._lock:
+            self._activity = replace(self._activity, received=self._activity.received + 1)
 
     def take_actions(self) -> list[SteeringApplied]:
         with self._lock:
@@ -265,6 +314,7 @@ class DebateEngine:
             self._fail_visibly(exc)
         finally:
             self._pool.shutdown(wait=True)
+            self.controller.publish(phase="ended", expected=0, received=0, deciding=False)
             if self.recorder is not None:
                 self.recorder.end(failed=self.status == "failed", progressed=self._new_ok_turns > 0)
             self._events.put(_DONE)
@@ -319,6 +369,7 @@ class DebateEngine:
                 break  # forced before anyone spoke: nothing to decide (see _finish)
             if rnd < first and not forced:
                 continue
+            self.controller.publish(deciding=True)
             outcome = self.protocol.decide(self.context, forced)
             self._emit_attempt(outcome)
             if outcome.reached:
@@ -327,6 +378,7 @@ class DebateEngine:
                 why = "decision forced by a person" if forced else f"turn cap reached ({last} rounds)"
                 outcome = self.protocol.fallback(self.context, outcome, why)
                 break
+            self.controller.publish(deciding=False)
             outcome = None
         self._finish(outcome, forced)
 
@@ -337,6 +389,8 @@ class DebateEngine:
         return self.controller.stopped or self.controller.force_requested or self.status == "failed"
 
     def _finish(self, outcome, forced: bool) -> None:
+        self._apply_steering()  # a stop (or message) that came during the decision is recorded too
+        self.controller.publish(deciding=False)
         if self.controller.stopped:
             self.status = "stopped"
             self._emit(DebateFinished("stopped", None, reason="stopped by a person"))
@@ -368,6 +422,7 @@ class DebateEngine:
     def _run_round(self, rnd: int, drafting: bool = False):
         """Run one round; returns the protocol's outcome if it decided after one of the turns."""
         self.round = rnd
+        self.controller.publish(phase="discussion", round=rnd, expected=0, received=0, deciding=False)
         previous = self._answers_of_round(rnd - 1)
         self.order = self.ordering.order(self.agent_labels(), previous)
         self._emit(RoundStarted(rnd, list(self.order)))
@@ -465,6 +520,10 @@ class DebateEngine:
         output (see `_call`). `on_done(turn)` runs in the engine thread right after each turn
         is recorded (votes use it so every ballot appears as soon as it is cast)."""
         planned = [(*self._plan(*r[:4]), r[4] if len(r) > 4 else None) for r in requests]
+        calls = [turn for turn, reused, _ in planned if not reused]
+        if calls:  # what the step waits for, for a viewer (`Controller.activity`)
+            self.controller.publish(phase=phase_of(t.kind for t in calls), round=self.round, expected=len(calls),
+                                    received=0)
         futures = {}
         for turn, reused, reply in planned:
             if reused:
@@ -472,6 +531,7 @@ class DebateEngine:
             else:
                 futures[self._pool.submit(self._call, turn, reply)] = turn
         for future in as_completed(futures):
+            self.controller.call_finished()
             self._finish_turn(future.result(), on_done=on_done)
         return [turn for turn, _, _ in planned]
 
@@ -632,7 +692,7 @@ class DebateEngine:
 
             def count(turn: Turn, attempt: int = attempt) -> None:
                 if turn.status != "ok":
-                    ballot = Ballot(None, False, f"the vote call {turn.status}: {turn.error}")
+                    ballot = Ballot(None, False, call_problem(turn, "vote"))
                 else:
                     ballot = parse_ballot(protocol, turn.content, len(solutions), points=cfg.cumulative_points)
                 ballots[turn.agent], reasons[turn.agent] = ballot, ballot.reason
@@ -668,7 +728,7 @@ class DebateEngine:
             turn = self.ask("judge", "judge", messages, self._judge_model(), choice_format(agents))
             raw = turn.content
             ballot = read_label_choice(raw, agents) if turn.status == "ok" else \
-                Ballot(None, False, f"the judge call {turn.status}: {turn.error}")
+                Ballot(None, False, call_problem(turn, "judge"))
             self._emit(VoteCast(self.round, "judge", "judge", raw, ballot.value, ballot.valid, ballot.reason, attempt))
             if ballot.valid or self.controller.stopped or attempt > self.cfg.vote_retries:
                 break
@@ -680,14 +740,26 @@ class DebateEngine:
 
     # ===== personas and challenge ==========================================================
     def _generate_personas(self) -> None:
-        """Seed 000: one task-relevant expert per agent (see `personas`); every call is a recorded turn."""
+        """Seed 000: one task-relevant expert per agent without a persona, asked for as one list (see
+        `personas`); every call is a recorded turn (under the first agent's label). When the model
+        cannot give a usable list, those agents become neutral participants and an ErrorOccurred
+        says so in the debate's record."""
         model = self.cfg.persona_model or self.cfg.agents[0].model
+        labels = self.agent_labels()
 
-        def ask(label: str, messages: list[dict]) -> str | None:
-            turn = self.ask(label, "persona", messages, model)
-            return turn.content if turn.status == "ok" else None
+        def ask(messages: list[dict], reply: ReplyFormat) -> tuple[str | None, str]:
+            turn = self.ask(labels[0], "persona", messages, model, reply)
+            return (turn.content, "") if turn.status == "ok" else (None, turn.error or turn.status)
 
-        self.personas = generate_personas(self.cfg.question, self.cfg.task, self.agent_labels(), ask, self.personas)
+        result = generate_personas(self.cfg.question, self.cfg.task, labels, ask, self.personas,
+                                   options=self.cfg.answer_options)
+        self.personas = result.personas
+        if not result.ok:
+            fallback = [label for label in labels if not self.personas.get(label)]
+            for label in fallback:
+                self.personas[label] = neutral(labels.index(label))
+            self._emit(ErrorOccurred(f"Personas: the model could not suggest usable personas in {result.attempts} "
+                                     f"requests ({result.reason}); {', '.join(fallback)} got a neutral persona."))
 
     def _challenge(self, final: str) -> None:
         """Seed 000 E.3: every agent accepts or challenges the final answer; recorded, not applied."""
@@ -752,6 +824,14 @@ def read_label_choice(text: str, labels: list[str]) -> Ballot:
         return parse_ballot("judge", text, len(labels))
     except Exception as exc:  # noqa: BLE001 - model text never raises
         return Ballot(None, False, f"unreadable reply ({type(exc).__name__})")
+
+
+def call_problem(turn: Turn, what: str) -> str:
+    """Why a `what` call ("vote", "judge") gave nothing to count, in words: a cut call has no error
+    of its own (the debate was stopped), a failed one names its error."""
+    if turn.status == "interrupted":
+        return f"the {what} call was cut: {turn.error or 'the debate was stopped'}"
+    return f"the {what} call {turn.status}: {turn.error or 'no detail'}"
 
 
 def call_seed(seed: int | None, turn: Turn) -> int | None:

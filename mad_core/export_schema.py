@@ -258,7 +258,8 @@ CHILD_COLUMNS: dict[str, dict[str, Column]] = {
     "challenges": {"agent": TEXT, "agrees": flag(nullable=True), "new_answer": TEXT_OR_NULL, "ts": TIME},
     "steering": {"action": TEXT, "targets": list_of(TEXT, nullable=True), "message": TEXT_OR_NULL, "ts": TIME},
     "errors": {"message": TEXT, "agent": TEXT_OR_NULL, "turn_id": TEXT_OR_NULL, "ts": TIME},
-    "annotations": {"turn_id": TEXT, "tag": text(nonempty=True), "note": TEXT_OR_NULL, "created_at": TIME},
+    "annotations": {"turn_id": TEXT, "tag": text(nonempty=True), "note": TEXT_OR_NULL, "created_at": TIME,
+                    "annotator": TEXT_OR_NULL},
     "rounds": {"round": INDEX, "speakers": list_of(TEXT, nullable=True), "ts": TIME},
 }
 

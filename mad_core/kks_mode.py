@@ -526,11 +526,13 @@ class KksPlayerVote(Protocol):
         splits = [prompts.kks_entry(name, False, ", ".join(f"{role} {votes[name][role]}" for role in KKS_ROLES), [])
                   for name in tied]
         messages = prompts.kks_supervisor_prompt(cfg.question, cfg.task, proposals, rounds, finals, tied, splits)
+        from .engine import call_problem  # late: the engine imports the registered modes
+
         problem = "the supervisor did not answer"
         for attempt in range(1, cfg.vote_retries + 2):
             turn = ctx.consult(SUPERVISOR, "supervisor", messages, model, kks_supervisor_format(tied))
             chosen, problem = read_supervisor(turn.content, tied) if turn.status == "ok" else \
-                (None, f"the supervisor call {turn.status}: {turn.error}")
+                (None, call_problem(turn, "supervisor"))
             ctx.record_vote(SUPERVISOR, self.name, turn.content, assignment_text(chosen, list(tied)) if chosen
                             else None, chosen is not None, problem or None, attempt)
             if chosen is not None:

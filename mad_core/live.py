@@ -10,15 +10,23 @@ arrival order, and a `Follower` (one per viewer) holds a cursor into them and it
 `DebateView`; `Follower.refresh()` folds only the events since its last call (none: nothing
 is folded or copied). `view()` (a full copy) is for one-off readers such as a list of running
 debates.
+
+Where a running debate stands (`progress`): the round, the phase the engine publishes on its
+controller, the model calls finished and an estimate of the calls left, from the configuration
+(`plan_calls`: agents x rounds, the decision's extractions, ballots or judge calls) and an ETA
+from the time per call so far. An estimate, not a promise: a tie or a missing consensus adds a
+round, a consensus or a judge's early break removes some.
 """
 from __future__ import annotations
 
 import copy
 import threading
+from dataclasses import dataclass
 from typing import Any
 
-from .config import DebateConfig
-from .engine import Controller, DebateEngine, fork_debate, resume_debate
+from . import registry
+from .config import ConfigError, DebateConfig
+from .engine import Activity, Controller, DebateEngine, fork_debate, phase_of, resume_debate
 from .events import DebateFinished, ErrorOccurred, Event
 from .view import DebateView
 
@@ -143,3 +151,100 @@ def get(debate_id: str) -> LiveDebate | None:
 def running() -> list[LiveDebate]:
     with _LIVE_LOCK:
         return [live for live in _LIVE.values() if not live.done]
+
+
+# ----- progress ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CallPlan:
+    """The model calls a configuration implies (see `plan_calls`)."""
+
+    setup: int  # persona generation
+    per_round: int  # discussion turns (and a summary) per round
+    per_attempt: int  # calls of one decision attempt: extractions, ballots, a judge
+    first_decision: int  # the first round after which the protocol tries to decide
+    max_rounds: int  # no round beyond this one
+    after: int  # calls after the decision (challenges)
+
+    def total(self, decided_after: int) -> int:
+        """Calls of a debate decided after round `decided_after`."""
+        attempts = max(0, decided_after - self.first_decision + 1)
+        return self.setup + self.per_round * decided_after + self.per_attempt * attempts + self.after
+
+
+def plan_calls(config: dict[str, Any]) -> CallPlan:
+    """Estimate the calls of a stored configuration: one discussion turn per agent and step of a
+    round (the paradigm's steps; a summarizer adds one), and per decision attempt one extraction per
+    agent (when answers are extracted, or agents form them only at the end), one ballot per agent
+    (voting protocols) or one judge call. A configuration this version cannot read gets agents x
+    rounds."""
+    from .protocols.decision import Consensus, Judge, SolutionCounting, Voting
+
+    agents = config.get("agents") or []
+    n = max(1, len(agents))
+    rounds = int(config.get("rounds") or 1)
+    max_rounds = max(rounds, int(config.get("max_rounds") or rounds))
+    try:
+        cfg = DebateConfig.from_dict(config, check_models=False)
+        paradigm = registry.get("paradigm", cfg.paradigm)(cfg)
+        protocol = registry.get("protocol", cfg.protocol)()
+        generator = registry.get("response_generator", cfg.response_generator)()
+    except (ConfigError, KeyError, TypeError, ValueError):
+        return CallPlan(0, n, 0, rounds, max_rounds, 0)
+    labels = [a.label for a in cfg.agents]
+    per_round = sum(len(step) for step in paradigm.steps(labels, cfg)) + (1 if paradigm.summarizes else 0)
+    extractions = n if (cfg.extract_final_answers or not generator.shares_answers) else 0
+    if isinstance(protocol, Voting):
+        per_attempt = extractions + n
+    elif isinstance(protocol, SolutionCounting):
+        per_attempt = extractions
+    elif isinstance(protocol, Judge):
+        per_attempt = 1
+    elif isinstance(protocol, Consensus):
+        per_attempt = 1 if cfg.extract_final_answers else 0  # the last speaker's answer, once
+    else:
+        per_attempt = 0
+    return CallPlan(setup=n if cfg.auto_personas else 0, per_round=per_round, per_attempt=per_attempt,
+                    first_decision=protocol.first_round(cfg), max_rounds=paradigm.total_rounds(cfg) or cfg.max_rounds,
+                    after=n if cfg.challenge else 0)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a debate stands: round of max, phase, calls done and left (estimated), ETA in seconds."""
+
+    round: int
+    max_rounds: int
+    phase: str
+    calls_done: int
+    calls_left: int
+    eta_s: float | None  # None until a call has finished (no time per call yet), or when it ended
+    fraction: float  # of the estimated calls, 0..1
+
+    @property
+    def calls_total(self) -> int:
+        return self.calls_done + self.calls_left
+
+
+def progress(view: DebateView, plan: CallPlan, activity: Activity | None = None) -> Progress:
+    """Where `view`'s debate stands. `activity` (the engine's, on a live debate's controller) names
+    the phase and the calls under way; without it the phase is read from the streaming turns."""
+    done = sum(1 for t in view.turns if t.status != "streaming")
+    rnd = max((t.round for t in view.turns), default=0)
+    if activity is not None and activity.phase not in ("starting", "ended"):
+        rnd = max(rnd, activity.round)
+    if view.status != "running":
+        return Progress(rnd, plan.max_rounds, view.status, done, 0, None, 1.0)
+    if activity is not None and activity.phase not in ("starting", "ended"):
+        phase = activity.phase
+    else:
+        streaming = view.running_turns
+        phase = phase_of([t.kind for t in streaming]) if streaming else "starting"
+    decided_after = min(plan.max_rounds, max(plan.first_decision, rnd))
+    left = plan.total(decided_after) - done
+    if activity is not None:
+        left = max(left, activity.expected - activity.received)  # the step under way is not over
+    left = max(left, len(view.running_turns), 0)
+    per_call = view.elapsed_s / done if done else None
+    eta = per_call * left if per_call is not None else None
+    total = done + left
+    return Progress(rnd, plan.max_rounds, phase, done, left, eta, done / total if total else 0.0)

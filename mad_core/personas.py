@@ -1,50 +1,211 @@
-"""Expert personas (seed 000, after Kim et al.): one task-relevant expert per agent, no duplicates.
+"""Expert personas (seed 000, after Kim et al.): one short, task-relevant expert per agent, no duplicates.
 
-`generate_personas` asks a model for one persona at a time, showing the ones already taken, and
-retries a bounded number of times when the answer repeats an expert (compared by title) or is
-empty; an agent that still has none gets a neutral participant. The model call is injected, so
-the engine (which records every call as a turn) and the app's "generate" button share this code.
+`generate_personas` asks a model once for the whole list, as JSON (`schemas.persona_list_format`,
+sent as a `response_format` where the backend constrains output; the prompt asks for the same
+JSON in words, and plain lines are read as the fallback). `read_personas` checks the reply: exactly
+one description per agent, each short (PERSONA_WORDS words, PERSONA_CHARS characters), not empty,
+distinct from each other and from the personas already set, not a copy of the request or of the
+question, and not an answer (a line such as "A: 10:1 is not a prime number", or one that uses the
+question's numbers or the task's options). A refused list is re-asked at most `retries` times,
+the reason told to the model; when the model still cannot do it the result says why
+(`PersonaResult.reason`) and the caller decides (the form tells the user, the engine falls back
+to neutral participants and records it). The model call is injected, so the engine (which
+records every call as a turn) and the app's "Suggest expert personas" button share this code.
+
+Seed 000 §3.1 generates the personas with the agents' own model (after Kim et al.); its code
+(MALLM's ExpertGenerator) asks for one participant at a time as JSON {"role", "description"}
+and re-asks only when the JSON cannot be read. We ask for the whole list in one call (one
+request instead of one per agent on a slow local model, and the model sees every slot it
+fills), as "Role: description" lines, and also check what the JSON says.
+
+What it must not do: raise on anything a model wrote (every reader returns a result or a
+reason), or call a model itself.
 """
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
 from typing import Callable
 
 from . import prompts
+from .config import clip
+from .protocols.schemas import PERSONA_CHARS, ReplyFormat, persona_list_format
 
-ATTEMPTS = 3
+PERSONA_WORDS = 20
+MIN_WORDS = 3  # "Mentor 1", "Ava Adamec": a name or a slot, not an expertise
+RETRIES = 2  # re-asks after the first request
+
+# ask(messages, reply_format) -> (text, error): the model's reply, or None and why the call failed.
+Ask = Callable[[list[dict], ReplyFormat], "tuple[str | None, str]"]
+
+_MARKER = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.):]|\(?[a-z][.)])\s+", re.I)  # "- ", "1. ", "2) ", "a) "
+_ANSWER = re.compile(r"^\s*(?:a|answer|final answer|solution|result|yes|no|true|false)\b\s*[:=.,)!-]", re.I)
+_CHATTER = re.compile(r"^\s*(?:we|i|you|here|sure|okay|ok|certainly|this|these|let|the question|the answer)\b",
+                      re.I)
+_PLACEHOLDER = re.compile(r"<[^<>]{0,40}>")  # the prompt's "<role>" copied as it is
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+_WORD = re.compile(r"\w+")
 
 
-def first_line(text: str | None) -> str:
-    """The first non-empty line, without markdown decoration, at most 300 characters."""
-    for line in (text or "").splitlines():
-        line = line.strip().strip("`*-# ").strip()
-        if line:
-            return line[:300]
-    return ""
+@dataclass
+class PersonaList:
+    """What a reply says: the personas, or None and why the reply cannot be used."""
+
+    personas: list[str] | None
+    reason: str = ""
 
 
-def title(persona: str) -> str:
-    return persona.split(":", 1)[0].strip().lower()
+@dataclass
+class PersonaResult:
+    """Personas for every label that has one (those set before are kept), and, when the model's
+    list was refused every time, why (`reason`; the labels it was for then have none)."""
+
+    personas: dict[str, str]
+    reason: str = ""
+    attempts: int = 0
+    replies: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
 
 
 def neutral(index: int) -> str:
     return f"Participant {index + 1}: a careful, neutral thinker"
 
 
-def generate_personas(question: str, task: str, labels: list[str], ask: Callable[[str, list[dict]], str | None],
-                      existing: dict[str, str] | None = None, attempts: int = ATTEMPTS) -> dict[str, str]:
-    """Personas for every label; `ask(label, messages)` returns the model's reply (None if it failed)."""
-    personas = dict(existing or {})
-    taken = [p for p in personas.values() if p]
-    for index, label in enumerate(labels):
-        if personas.get(label):
+def title(persona: str) -> str:
+    return persona.split(":", 1)[0].strip().casefold()
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def _clean(line: str) -> str:
+    """A candidate line without list markers, markdown decoration or surrounding quotes."""
+    line = _MARKER.sub("", line.strip())
+    return line.strip().strip("`*#\"'").strip().rstrip(",").strip().strip("\"'").strip()
+
+
+def _json_list(text: str) -> list | None:
+    """The persona list of a JSON reply ({"personas": [...]} or a bare list), None if there is none."""
+    for candidate in (text, *re.findall(r"\{.*\}|\[.*\]", text, re.S)):
+        try:
+            data = json.loads(candidate)
+        except (ValueError, RecursionError):
             continue
-        chosen = ""
-        for _ in range(attempts):
-            candidate = first_line(ask(label, prompts.persona_prompt(question, task, taken)))
-            if candidate and title(candidate) and all(title(candidate) != title(p) for p in taken):
-                chosen = candidate
-                break
-        personas[label] = chosen or neutral(index)
-        taken.append(personas[label])
-    return personas
+        if isinstance(data, dict):
+            data = data.get("personas")
+        if isinstance(data, list):
+            return data
+    return None
+
+
+def _entry(item: object) -> str:
+    """One entry of a JSON list: a text, or an object {"role", "description"} (MALLM's shape) as "role: description"."""
+    if isinstance(item, dict) and isinstance(item.get("role"), str) and isinstance(item.get("description"), str):
+        return _clean(f"{item['role']}: {item['description']}")
+    return _clean(str(item)) if isinstance(item, (str, int, float)) and not isinstance(item, bool) else ""
+
+
+def _lines(text: str) -> list[str]:
+    """The text fallback: one persona per line; list-marked lines when some are marked (a preamble
+    such as "Here are three experts:" is then left out)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    marked = [line for line in lines if _MARKER.match(line)]
+    return [_clean(line) for line in (marked or lines)]
+
+
+def _problem(persona: str, where: str, question: str, request: str, numbers: set[str],
+             options: list[str]) -> str:
+    """Why one description is not an expert persona ("" when it is one)."""
+    if not persona:
+        return f"{where} is empty"
+    words = len(persona.split())
+    if words > PERSONA_WORDS or len(persona) > PERSONA_CHARS:
+        return (f"{where} is too long ({words} words, {len(persona)} characters; at most {PERSONA_WORDS} words "
+                f"and {PERSONA_CHARS} characters)")
+    if _PLACEHOLDER.search(persona):
+        return f"{where} is a placeholder, not an expert ({clip(persona, 80)!r})"
+    if _ANSWER.match(persona):
+        return f"{where} reads like an answer, not an expert ({clip(persona, 80)!r})"
+    if words < MIN_WORDS:
+        return (f"{where} is too short to describe an expert ({clip(persona, 80)!r}; at least {MIN_WORDS} words, "
+                f"like \"{prompts.PERSONA_EXAMPLE}\")")
+    norm, question_norm = _norm(persona), _norm(question)
+    if norm and (norm in question_norm or (len(question_norm.split()) >= 4 and question_norm in norm)):
+        return f"{where} repeats the question instead of describing an expert"
+    if len(norm.split()) >= 4 and norm in _norm(request):
+        return f"{where} copies the request instead of describing an expert ({clip(persona, 80)!r})"
+    if _CHATTER.match(persona):
+        return f"{where} talks about the task instead of describing an expert ({clip(persona, 80)!r})"
+    used = sorted(set(_NUMBER.findall(persona)) & numbers)
+    if used:
+        return f"{where} uses the question's number {used[0]}: describe an expert, not an answer"
+    for option in options:
+        if len(option) > 1 and re.search(rf"(?<!\w){re.escape(option.casefold())}(?!\w)", persona.casefold()):
+            return f"{where} names the option {option!r}: describe an expert, not an answer"
+    return ""
+
+
+def read_personas(text: str | None, n: int, question: str, task: str = "", *, request: str = "",
+                  taken: list[str] | None = None, options: list[str] | None = None) -> PersonaList:
+    """Read `n` expert descriptions from a model's reply; never raises.
+
+    `request` is the prompt's text (a reply that copies it is refused), `taken` the personas
+    already set (a repeat is refused), `options` the task's answer options (a persona that
+    names one reads as an answer)."""
+    if not text or not text.strip():
+        return PersonaList(None, "the reply was empty")
+    found = _json_list(text)
+    personas = [_entry(p) for p in found] if found is not None else _lines(text)
+    numbers = set(_NUMBER.findall(f"{question}\n{task}"))
+    for i, persona in enumerate(personas):  # what is wrong with the lines first: it tells the model most
+        problem = _problem(persona, f"persona {i + 1}", question, request, numbers, [str(o) for o in options or []])
+        if problem:
+            return PersonaList(None, problem)
+    if len(personas) != n:
+        return PersonaList(None, f"expected {n} persona{'s' if n != 1 else ''}, one per agent, got {len(personas)}")
+    seen: dict[str, str] = {_norm(p): "a persona already on the panel" for p in (taken or [])}
+    titles: dict[str, str] = {title(p): "a persona already on the panel" for p in (taken or []) if ":" in p}
+    for i, persona in enumerate(personas):
+        where = f"persona {i + 1}"
+        same = seen.get(_norm(persona)) or (titles.get(title(persona)) if ":" in persona else None)
+        if same:
+            return PersonaList(None, f"{where} is the same expert as {same}")
+        seen[_norm(persona)] = where
+        if ":" in persona:
+            titles[title(persona)] = where
+    return PersonaList(personas)
+
+
+def generate_personas(question: str, task: str, labels: list[str], ask: Ask, existing: dict[str, str] | None = None,
+                      *, options: list[str] | None = None, retries: int = RETRIES) -> PersonaResult:
+    """Personas for the labels without one in `existing`: one request for the whole list, re-asked
+    at most `retries` times with the reason; never raises (a failed or refused list is a reason)."""
+    personas = {label: p for label, p in (existing or {}).items() if p}
+    missing = [label for label in labels if not personas.get(label)]
+    if not missing:
+        return PersonaResult(personas)
+    taken = list(personas.values())
+    n = len(missing)
+    reply = persona_list_format(n)
+    first = prompts.persona_list_prompt(question, task, n, taken, PERSONA_WORDS)
+    request = "\n".join(m["content"] for m in first)
+    messages, reason, replies = first, "", []
+    for attempt in range(1, retries + 2):
+        text, error = ask(messages, reply)
+        if text is None:
+            reason = f"the model call failed ({error or 'no reply'})"
+            continue  # the same request again
+        replies.append(text)
+        found = read_personas(text, n, question, task, request=request, taken=taken, options=options)
+        if found.personas is not None:
+            personas.update(zip(missing, found.personas))
+            return PersonaResult(personas, attempts=attempt, replies=replies)
+        reason = found.reason
+        messages = [*first, {"role": "assistant", "content": text},
+                    {"role": "user", "content": prompts.persona_retry_prompt(reason, n, PERSONA_WORDS)}]
+    return PersonaResult(personas, reason=reason, attempts=retries + 1, replies=replies)

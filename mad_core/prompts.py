@@ -194,16 +194,31 @@ def challenge_answer_prompt(system: str, question: str, task: str, final: str) -
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def persona_prompt(question: str, task: str, taken: list[str]) -> list[dict[str, str]]:
-    """Seed 000 (after Kim et al.): ask for one task-relevant expert persona not yet taken."""
-    taken_text = "\n".join(f"- {p}" for p in taken) if taken else "(none yet)"
+PERSONA_EXAMPLE = "Geologist: studies how rock layers form and wear away"
+
+
+def persona_list_prompt(question: str, task: str, n: int, taken: list[str], max_words: int) -> list[dict[str, str]]:
+    """Seed 000 (after Kim et al.): ask for `n` task-relevant expert personas at once, as a JSON list,
+    none of them among those `taken` (mad_core/personas.py reads and checks the reply)."""
+    taken_text = ("Experts already on the panel:\n" + "\n".join(f"- {p}" for p in taken) + "\n\n") if taken else ""
+    noun = "expert" if n == 1 else "experts"
     user = (
         f"{task_block(question, task)}\n\nWe are assembling a panel of experts to discuss this question. "
-        f"Experts already on the panel:\n{taken_text}\n\n"
-        "Propose one more expert whose knowledge helps with this question and who differs from those above. "
-        "Reply with a single line: `<expert title>: <one sentence describing their expertise>`."
+        f"{taken_text}Describe {n} {noun} whose knowledge helps with this question, each different from the "
+        f"others{' and from those already on the panel' if taken else ''}. Describe the person, not the answer: "
+        f"do not answer the question, do not repeat it, and use none of its numbers or options. Each description "
+        f"is one line of at most {max_words} words, like \"{PERSONA_EXAMPLE}\".\n"
+        f'Reply with JSON only, exactly {n} entries: {{"personas": ["<role>: <what this expert knows>"'
+        f'{", ..." if n > 1 else ""}]}}'
     )
     return [{"role": "system", "content": "You help set up expert panels."}, {"role": "user", "content": user}]
+
+
+def persona_retry_prompt(reason: str, n: int, max_words: int) -> str:
+    """The re-ask after a persona list that could not be used: why, and what is wanted instead."""
+    return (f"That list cannot be used: {reason}. Try again: {n} short expert description{'s' if n > 1 else ''} "
+            f"(at most {max_words} words each), one per agent, none of them an answer or a copy of the question. "
+            'Reply with JSON only: {"personas": [...]}')
 
 
 # ----- the per-player Knight-Knave-Spy mode (seed 001 §4.1, App. C; driven by kks_mode.py) -------------

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import datetime
 import io
 import json
 import os
@@ -104,6 +105,26 @@ BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
 CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "errors", "annotations", "rounds")
 # Tables a resume may add rows to (undone when the resume fails before any progress).
 RUN_TABLES = ("turns", "votes", "decisions", "challenges", "steering", "errors", "rounds")
+
+# The codebook (m006): the tags every archive starts with, the palette a tag's colour comes from
+# (colour names Streamlit's markdown knows), and the longest tag name.
+DEFAULT_TAGS = ("sycophancy", "new argument", "flip", "error", "hallucination", "good point", "off topic")
+TAG_COLOURS = ("blue", "green", "orange", "red", "violet", "gray", "yellow")
+MAX_TAG_CHARS = 60
+# Outcome filter of `list_debates`: how a debate ended, as SQL on the debates row.
+OUTCOMES: dict[str, str] = {
+    "decided": "status = 'finished' AND COALESCE(answer, '') != ''",
+    "no decision": "status = 'finished' AND COALESCE(answer, '') = ''",
+    "stopped": "status = 'stopped'",
+    "failed": "status = 'failed'",
+    "interrupted": "status = 'interrupted'",
+    "running": "status = 'running'",
+}
+# Correctness filter: what `debate_correctness` says of a debate's decision against its reference.
+CORRECTNESS = ("correct", "incorrect", "no decision", "no reference", "reference unreadable")
+# The annotation export (`annotations_csv`): one row per annotation, its turn and the turn before it.
+ANNOTATION_COLUMNS = ("debate_id", "question", "turn_id", "round", "agent", "kind", "text", "previous_agent",
+                      "previous_text", "tag", "note", "annotator", "created_at")
 
 # Statuses a debate can be resumed from.
 RESUMABLE_STATUSES = ("interrupted", "stopped", "failed")
@@ -218,6 +239,34 @@ def m004_experiments(db: Database) -> None:
     db["experiment_runs"].create_index(["debate_id"])
 
 
+@MIGRATIONS()
+def m005_polls(db: Database) -> None:
+    """Prediction polls of a debate (mad_core/polls.py): one prediction per voter and poll."""
+    db["polls"].create({"id": str, "debate_id": str, "question": str, "options": str, "status": str,
+                        "created_at": float}, pk="id", not_null={"debate_id", "question", "options", "status"})
+    db["polls"].create_index(["debate_id"])
+    db["predictions"].create({"poll_id": str, "voter": str, "option": str, "at": float},
+                             pk=("poll_id", "voter"), not_null={"option"})
+
+
+@MIGRATIONS()
+def m006_codebook(db: Database) -> None:
+    """The shared codebook of annotation tags (names unique whatever their case, a palette colour),
+    filled with the default tags and every tag already used (annotations are rewritten to their
+    codebook spelling); who wrote an annotation; moderator messages searchable (steering FTS)."""
+    db.execute("CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE, "
+               "colour TEXT NOT NULL, created_at FLOAT)")
+    db["annotations"].add_column("annotator", str)
+    used = [row["tag"] for row in db.query("SELECT tag FROM annotations GROUP BY tag ORDER BY MIN(id)")]
+    now = time.time()
+    for name in dict.fromkeys([*DEFAULT_TAGS, *used]):
+        count = db.execute("SELECT COUNT(*) FROM tags").fetchone()[0]
+        db.execute("INSERT OR IGNORE INTO tags (name, colour, created_at) VALUES (?, ?, ?)",
+                   [name, TAG_COLOURS[count % len(TAG_COLOURS)], now])
+    db.execute("UPDATE annotations SET tag = (SELECT name FROM tags WHERE tags.name = annotations.tag)")
+    db["steering"].enable_fts(["message"], create_triggers=True)
+
+
 # ----- helpers ------------------------------------------------------------------------------
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -303,6 +352,51 @@ def _bounded_limit(limit: Any) -> int:
         return max(1, min(int(limit), MAX_LIST_LIMIT))
     except (TypeError, ValueError, OverflowError):
         return MAX_LIST_LIMIT
+
+
+def tag_name(text: Any) -> str:
+    """A codebook tag name: whitespace collapsed, 1..MAX_TAG_CHARS characters; else ValueError naming `tag`."""
+    name = " ".join(clean_text(str(text or "")).replace("\x00", " ").split())
+    if not name:
+        raise ValueError("tag: an annotation needs a tag (pick one from the codebook or type a new one)")
+    if len(name) > MAX_TAG_CHARS:
+        raise ValueError(f"tag: at most {MAX_TAG_CHARS} characters (got {len(name)})")
+    return name
+
+
+def debate_correctness(debate: dict[str, Any], summary: dict[str, Any] | None = None) -> str:
+    """One of CORRECTNESS for a debates row: its decided answer judged against its reference with
+    the debate's answer type (`tasks.answer_types.is_correct`: "(B) Paris" is B, 0.5 is 1/2), or,
+    when given, the metric report's `summary["correct"]` (free-text answers are grouped there by
+    meaning). Never a plain string comparison; never raises."""
+    from .tasks.answer_types import KINDS, is_correct
+
+    reference = debate.get("reference")
+    if not (isinstance(reference, str) and reference.strip()):
+        return "no reference"
+    answer = debate.get("answer")
+    if not (isinstance(answer, str) and answer.strip()):
+        return "no decision"
+    if summary and isinstance(summary.get("correct"), bool):
+        return "correct" if summary["correct"] else "incorrect"
+    config = debate.get("config") if isinstance(debate.get("config"), dict) else {}
+    kind = config.get("answer_type") if config.get("answer_type") in KINDS else "text"
+    options = config.get("answer_options") or None
+    verdict = is_correct(kind, answer, reference, choices=options if kind == "choice" else None,
+                         names=options if kind == "kks" else None)
+    if verdict is None:
+        return "reference unreadable"
+    return "correct" if verdict else "incorrect"
+
+
+def _iso_time(ts: Any) -> str:
+    """A timestamp as ISO 8601 UTC to the second ("" when missing): sortable across time zones."""
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+        return ""
+    try:
+        return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return ""
 
 
 def new_owner() -> str:
@@ -721,11 +815,20 @@ class Store:
         return ids[0]
 
     def list_debates(self, *, status: str | None = None, protocol: str | None = None,
-                     search: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-        """Debates newest first; `search` matches turn text, annotations (FTS) and the question.
+                     search: str | None = None, limit: int = 200, tag: str | None = None,
+                     model: str | None = None, outcome: str | None = None,
+                     correctness: str | None = None) -> list[dict[str, Any]]:
+        """Debates newest first; `search` matches turn text, annotations, moderator messages (FTS)
+        and the question. The filters combine (AND): `tag` (a codebook tag on any of its turns),
+        `model` (an agent's or the judge's), `outcome` (OUTCOMES), `correctness` (CORRECTNESS,
+        `debate_correctness`); an unknown outcome or correctness is a ValueError naming it.
 
         Running debates whose owner is gone are marked interrupted first. `search` is cut to
         MAX_QUERY_CHARS and `limit` kept within 1..MAX_LIST_LIMIT."""
+        if outcome and outcome not in OUTCOMES:
+            raise ValueError(f"outcome: unknown {outcome!r}; valid: {', '.join(OUTCOMES)}")
+        if correctness and correctness not in CORRECTNESS:
+            raise ValueError(f"correctness: unknown {correctness!r}; valid: {', '.join(CORRECTNESS)}")
         self.mark_dead_interrupted()
         limit = _bounded_limit(limit)
         clauses, args = [], []
@@ -735,6 +838,15 @@ class Store:
         if protocol:
             clauses.append("protocol = ?")
             args.append(protocol)
+        if tag:
+            clauses.append("id IN (SELECT debate_id FROM annotations WHERE tag = ? COLLATE NOCASE)")
+            args.append(tag)
+        if model:
+            clauses.append("(id IN (SELECT debate_id FROM agents WHERE model = ?) "
+                           "OR json_extract(config, '$.judge_model') = ?)")
+            args += [model, model]
+        if outcome:
+            clauses.append(f"({OUTCOMES[outcome]})")
         search = _clean_query(search)
         if search:
             matches = ["question LIKE ? ESCAPE '\\'"]
@@ -746,11 +858,36 @@ class Store:
                     "(SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?))",
                     "id IN (SELECT debate_id FROM annotations WHERE id IN "
                     "(SELECT rowid FROM annotations_fts WHERE annotations_fts MATCH ?))",
+                    "id IN (SELECT debate_id FROM steering WHERE id IN "
+                    "(SELECT rowid FROM steering_fts WHERE steering_fts MATCH ?))",
                 ]
-                args += [fts_query, fts_query]
+                args += [fts_query, fts_query, fts_query]
             clauses.append("(" + " OR ".join(matches) + ")")
         where = " AND ".join(clauses) or "1"
-        return self._rows("debates", where, args, order_by="created_at DESC, rowid DESC", limit=limit)
+        order = "created_at DESC, rowid DESC"
+        if not correctness:
+            return self._rows("debates", where, args, order_by=order, limit=limit)
+        rows = self._rows("debates", where, args, order_by=order)
+        return [row for row in rows if self.correctness(row) == correctness][:limit]
+
+    def correctness(self, debate: dict[str, Any]) -> str:
+        """`debate_correctness` of a debates row, using its stored metric report when that report
+        was computed for the debate as it is now (any embedder)."""
+        from .metrics.report import report_stamp
+
+        prefix = report_stamp(debate, "")
+        summary = None
+        for row in self.db.query("SELECT stamp, report FROM metric_reports WHERE debate_id = ?", [debate["id"]]):
+            if row["stamp"].startswith(prefix):
+                summary = (json.loads(row["report"]) or {}).get("summary")
+        return debate_correctness(debate, summary)
+
+    def models_used(self) -> list[str]:
+        """Every agent or judge model of the stored debates, sorted (for the model filter)."""
+        sql = ("SELECT model FROM agents WHERE COALESCE(model, '') != '' UNION "
+               "SELECT json_extract(config, '$.judge_model') FROM debates "
+               "WHERE COALESCE(json_extract(config, '$.judge_model'), '') != ''")
+        return sorted({row[0] for row in self.db.execute(sql).fetchall() if isinstance(row[0], str)})
 
     def turns(self, debate_id: str) -> list[Turn]:
         return [_turn_from_row(row)
@@ -799,11 +936,15 @@ class Store:
         return results
 
     # ----- annotations --------------------------------------------------------------------
-    def annotate(self, debate_id: str, turn_id: str, tag: str, note: str = "") -> int:
-        if not tag.strip():
-            raise ValueError("an annotation needs a tag")
-        return self._insert("annotations", {"debate_id": debate_id, "turn_id": turn_id, "tag": tag.strip(),
-                                            "note": note, "created_at": time.time()})
+    def annotate(self, debate_id: str, turn_id: str, tag: str, note: str = "", annotator: str = "") -> int:
+        """Tag a turn (with a note, and who tagged it). A tag the codebook lacks is added to it; one
+        it holds in another case is written in the codebook's spelling."""
+        tag = tag_name(tag)
+        with self._write():
+            tag = self._ensure_tag(tag)
+            return self._insert("annotations", {"debate_id": debate_id, "turn_id": turn_id, "tag": tag,
+                                                "note": note, "annotator": " ".join(str(annotator or "").split())
+                                                or None, "created_at": time.time()})
 
     def annotations(self, debate_id: str) -> list[dict[str, Any]]:
         return self._children("annotations", debate_id)
@@ -811,6 +952,117 @@ class Store:
     def delete_annotation(self, annotation_id: int) -> None:
         with self._write():
             self.db["annotations"].delete_where("id = ?", [annotation_id])
+
+    def annotations_csv(self, debate_id: str | None = None) -> str:
+        """Annotations for inter-rater work, as CSV (ANNOTATION_COLUMNS; every cell `csv_safe`): one
+        row per annotation of the debate (of the whole archive when `debate_id` is None), with its
+        turn's text and, as context, the text of the turn before it in the debate."""
+        where, args = ("WHERE a.debate_id = ?", [debate_id]) if debate_id else ("", [])
+        sql = ("SELECT a.*, d.question, d.created_at AS debate_created FROM annotations a "
+               f"LEFT JOIN debates d ON d.id = a.debate_id {where} ORDER BY d.created_at, a.debate_id, a.id")
+        notes = list(self.db.query(sql, args))
+        turns: dict[str, list[Turn]] = {}
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=ANNOTATION_COLUMNS)
+        writer.writeheader()
+        for note in notes:
+            if note["debate_id"] not in turns:
+                turns[note["debate_id"]] = self.turns(note["debate_id"])
+            listed = turns[note["debate_id"]]
+            k = next((i for i, t in enumerate(listed) if t.id == note["turn_id"]), None)
+            turn = listed[k] if k is not None else None
+            before = listed[k - 1] if k else None
+            row = {"debate_id": note["debate_id"], "question": note["question"], "turn_id": note["turn_id"],
+                   "round": turn.round if turn else "", "agent": turn.agent if turn else "",
+                   "kind": turn.kind if turn else "", "text": turn.content if turn else "",
+                   "previous_agent": before.agent if before else "", "previous_text": before.content if before else "",
+                   "tag": note["tag"], "note": note["note"] or "", "annotator": note.get("annotator") or "",
+                   "created_at": _iso_time(note["created_at"])}
+            writer.writerow({key: csv_safe(value) for key, value in row.items()})
+        return out.getvalue()
+
+    def tags_of_debates(self, debate_ids: list[str]) -> dict[str, list[str]]:
+        """debate id -> the distinct tags on its turns, by name (debates without any are left out)."""
+        found: dict[str, set[str]] = {}
+        for start in range(0, len(debate_ids), 500):  # SQLite's limit on bound parameters
+            chunk = list(debate_ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT DISTINCT debate_id, tag FROM annotations WHERE debate_id IN ({marks})",
+                                     chunk):
+                found.setdefault(row["debate_id"], set()).add(row["tag"])
+        return {key: sorted(tags, key=str.lower) for key, tags in found.items()}
+
+    # ----- the codebook: annotation tags shared by the whole archive ----------------------------
+    def tags(self) -> list[dict[str, Any]]:
+        """The codebook by name: each tag's id, name, colour, annotations using it (`count`) and
+        debates they are in (`debates`)."""
+        sql = ("SELECT t.id, t.name, t.colour, t.created_at, COUNT(a.id) AS count, "
+               "COUNT(DISTINCT a.debate_id) AS debates FROM tags t LEFT JOIN annotations a ON a.tag = t.name "
+               "GROUP BY t.id ORDER BY t.name COLLATE NOCASE")
+        return list(self.db.query(sql))
+
+    def tag(self, name: str) -> dict[str, Any] | None:
+        """The codebook entry named `name` (any case), or None."""
+        rows = list(self.db.query("SELECT id, name, colour, created_at FROM tags WHERE name = ?", [str(name)]))
+        return rows[0] if rows else None
+
+    def _ensure_tag(self, name: str, colour: str | None = None) -> str:
+        """The codebook's spelling of `name`, adding it (next palette colour) when missing. Runs in a write."""
+        found = self.tag(name)
+        if found is not None:
+            return found["name"]
+        count = self.db.execute("SELECT COUNT(*) FROM tags").fetchone()[0]
+        self.db.execute("INSERT INTO tags (name, colour, created_at) VALUES (?, ?, ?)",
+                        [name, colour or TAG_COLOURS[count % len(TAG_COLOURS)], time.time()])
+        return name
+
+    @staticmethod
+    def _check_colour(colour: Any) -> None:
+        if colour not in TAG_COLOURS:
+            raise ValueError(f"colour: {colour!r} is not in the palette ({', '.join(TAG_COLOURS)})")
+
+    def add_tag(self, name: str, colour: str | None = None) -> str:
+        """Add a tag to the codebook (a name it holds in any case is not added twice, whatever the
+        threads or processes); returns the codebook's spelling."""
+        name = tag_name(name)
+        if colour is not None:
+            self._check_colour(colour)
+        with self._write():
+            return self._ensure_tag(name, colour)
+
+    def _tag_or_fail(self, name: str) -> dict[str, Any]:
+        found = self.tag(name)
+        if found is None:
+            raise LookupError(f"tag: the codebook has no tag {name!r}")
+        return found
+
+    def rename_tag(self, old: str, new: str) -> str:
+        """Rename a tag and every annotation that uses it, in one transaction. Refused (ValueError)
+        when another tag already has the new name. Returns the new name."""
+        new = tag_name(new)
+        with self._write():
+            found = self._tag_or_fail(old)
+            clash = self.tag(new)
+            if clash is not None and clash["id"] != found["id"]:
+                raise ValueError(f"tag: the codebook already has {clash['name']!r}; pick another name")
+            self.db.execute("UPDATE tags SET name = ? WHERE id = ?", [new, found["id"]])
+            self.db.execute("UPDATE annotations SET tag = ? WHERE tag = ?", [new, found["name"]])
+        return new
+
+    def set_tag_colour(self, name: str, colour: str) -> None:
+        self._check_colour(colour)
+        with self._write():
+            self.db.execute("UPDATE tags SET colour = ? WHERE id = ?", [colour, self._tag_or_fail(name)["id"]])
+
+    def delete_tag(self, name: str) -> None:
+        """Remove an unused tag from the codebook; a tag still on annotations is refused (ValueError)."""
+        with self._write():
+            found = self._tag_or_fail(name)
+            used = self.db.execute("SELECT COUNT(*) FROM annotations WHERE tag = ?", [found["name"]]).fetchone()[0]
+            if used:
+                raise ValueError(f"tag: {found['name']!r} is on {used} annotation(s); delete those or rename "
+                                 "the tag instead")
+            self.db.execute("DELETE FROM tags WHERE id = ?", [found["id"]])
 
     # ----- metric cache (mad_core/metrics/report.py computes; this only keeps) -----------------
     def cached_report(self, debate_id: str, stamp: str) -> dict[str, Any] | None:
@@ -883,6 +1135,8 @@ class Store:
                 self._insert_turn(debate_id, Turn.from_dict(turn))
             for table in CHILD_TABLES:
                 for row in data.get(table, []):
+                    if table == "annotations":  # its tag joins the codebook (in the codebook's spelling)
+                        row = {**row, "tag": self._ensure_tag(" ".join(row["tag"].split()) or row["tag"])}
                     self._insert(table, {**row, "debate_id": debate_id})
         return debate_id
 

@@ -38,6 +38,7 @@ MODERATOR_AVATAR = "📣"
 DEBATE_ID = "debate_id"  # the debate this browser session watches on the Debate page
 FORK_REQUEST = "fork_request"  # {"parent_id", "seq", "turn_index", "config"} set by the Transcripts page
 OPEN_DEBATE = "open_debate"  # the debate opened on the Transcripts page
+OWNER_ID = "owner_id"  # the session's owner id, also its token in the URL (madlab_ui.session_memory)
 
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN|API_BASE|BASE_URL|API_VERSION)$")
@@ -60,19 +61,24 @@ def load_secret_keys() -> list[str]:
 
 
 def page_setup(title: str) -> None:
-    """Common page config, API keys from secrets.toml, and the form-state keeper. Call first on every page."""
+    """Common page config, API keys from secrets.toml, the session token in the URL with what a reload
+    brings back, and the form-state keeper. Call first on every page."""
     st.set_page_config(page_title=f"MAD Lab · {title}", page_icon="🗣️", layout="wide")
     load_secret_keys()
+    from . import session_memory
     from .forms import keep_form_state
 
+    session_memory.attach()
     keep_form_state()
+    session_memory.remember()
 
 
 def owner_id() -> str:
-    """A stable id for this browser session (the `owner` of debates it starts)."""
-    if "owner_id" not in st.session_state:
-        st.session_state["owner_id"] = uuid.uuid4().hex
-    return st.session_state["owner_id"]
+    """A stable id for this browser session (the `owner` of debates it starts). It is the session's
+    token in the URL (set by page_setup), so a reload or a second tab of the same URL owns them too."""
+    if OWNER_ID not in st.session_state:
+        st.session_state[OWNER_ID] = uuid.uuid4().hex
+    return st.session_state[OWNER_ID]
 
 
 def open_store() -> Store:

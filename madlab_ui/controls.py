@@ -1,11 +1,22 @@
-"""Steering controls of a live debate: buttons only call `Controller` methods.
+"""Steering controls of a live debate: buttons only call `Controller` methods, and say at once what they did.
 
 Keys: `pause`, `resume`, `stop`, `force_decision`, `say_all_text` + `say_all_send`,
-`say_one_agent` + `say_one_text` + `say_one_send`. A message reaches the agents' next prompts
-(the engine applies it between turns), then shows up in the transcript as `steer_{j}`.
-`resume_button` continues a stopped, failed or interrupted debate (key given by the page); when
-the debate cannot be resumed (finished, run elsewhere, its model gone) it says why and nothing
-changes.
+`say_one_agent` + `say_one_text` + `say_one_send`, and the steering line `steering_status`.
+The controls live in their own fragment (`render_controls`): a click reruns only that fragment,
+not the whole page (the form, the settled transcript, the plots), so the state it asked for shows
+in the steering line within a fraction of a second. The line reads the controller directly (not
+the folded view, which lags by a refresh): the state asked for and what it waits for, in words
+that say what the engine does (`steering_line`). The line is a fragment nested in the controls'
+one; while a request is under way (a stop, a forced decision) it refreshes itself as often as the
+live page does, so "deciding: collecting 3 votes (1/3)" counts up as ballots come; otherwise it
+changes only when a control is used or the page is redrawn.
+
+A message reaches the agents' next prompts (the engine applies it between turns), then shows up
+in the transcript as `steer_{j}`. `resume_button` continues a stopped, failed or interrupted
+debate (key given by the page); when the debate cannot be resumed (finished, run elsewhere, its
+model gone) it says why and nothing changes.
+
+What it must not do: run or decide anything itself, or render model or user text as HTML.
 """
 from __future__ import annotations
 
@@ -13,13 +24,20 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.config import ConfigError
+from mad_core.engine import Activity
 from mad_core.live import LiveDebate
 from mad_core.store import RESUMABLE_STATUSES, ResumeRefused
 
-from .common import DEBATE_ID, DEBATE_PAGE, owner_id
+from .common import DEBATE_ID, DEBATE_PAGE, md_escape, owner_id
+from .live_page import SESSION_KEY, LivePage, refresh_interval
 
 NOTICE = "steer_notice"
 RESUME_ERROR = "resume_error"
+STEERING_KEY = "steering_status"
+STOPPING = "stopping: the current turn is cut, and no further turn starts"  # engine: stop cuts at the next piece
+PAUSED = "paused: nothing more is generated until Resume"  # engine: a paused stream waits before its next piece
+_CALLS = {"voting": "collecting {n} votes", "extraction": "extracting {n} answers", "judge": "asking the judge",
+          "summary": "summarizing", "challenge": "asking {n} agents to accept or challenge the answer"}
 
 
 def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
@@ -42,6 +60,71 @@ def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
         st.error(error[1])
 
 
+# ----- what the debate is doing, in words ------------------------------------------------------------
+def _step(activity: Activity) -> str:
+    """The calls under way: "collecting 3 votes (1/3)", "discussion (0/1)"."""
+    n = activity.expected
+    what = _CALLS.get(activity.phase, activity.phase).format(n=n)
+    return f"{what} ({activity.received}/{n})" if n else what
+
+
+def _deciding(activity: Activity) -> str:
+    if activity.deciding or activity.phase in ("voting", "extraction", "judge"):
+        return f"deciding: {_step(activity)}"
+    if activity.phase == "ended":
+        return "deciding"
+    return "decision requested: the turn under way finishes, then the protocol decides"
+
+
+def steering_line(debate: LiveDebate | None) -> str:
+    """The steering state, read from the controller now: the state asked for and what it waits for."""
+    if debate is None:
+        return ""
+    controller = debate.controller
+    if debate.done:
+        return f"Debate {debate.status}."
+    if controller.stopped:
+        return STOPPING.capitalize()
+    activity = controller.activity
+    parts = []
+    if controller.paused:
+        parts.append(PAUSED)
+    if controller.force_requested:
+        parts.append(_deciding(activity))
+    if not parts:
+        parts.append("running")  # what it is doing: the progress bar (refreshed with the live page)
+    line = " · ".join(parts)
+    return line[:1].upper() + line[1:]
+
+
+def steering_note(debate: LiveDebate | None) -> str | None:
+    """What a steering request waits for (stop, force decision), or None: for the status line."""
+    if debate is None or debate.done:
+        return None
+    if debate.controller.stopped:
+        return STOPPING
+    if debate.controller.force_requested:
+        return _deciding(debate.controller.activity)
+    return None
+
+
+def _steering(debate: LiveDebate | None) -> None:
+    """The steering line's fragment body."""
+    if debate is not None:
+        with st.container(key=STEERING_KEY):
+            st.markdown(f"**{md_escape(steering_line(debate))}**")
+
+
+def steering_interval(debate: LiveDebate | None) -> float | None:
+    """How often the steering line refreshes itself: while a stop or a forced decision is under way,
+    as often as the live page (see `live_page.refresh_interval`); else never (None)."""
+    if debate is None or debate.done or not (debate.controller.stopped or debate.controller.force_requested):
+        return None
+    page = st.session_state.get(SESSION_KEY)
+    return refresh_interval(page) if isinstance(page, LivePage) else None
+
+
+# ----- the controls --------------------------------------------------------------------------------
 def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
     targets = [st.session_state.get("say_one_agent")] if to_one else None
     try:
@@ -55,22 +138,30 @@ def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
 
 
 def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
-    """Pause / resume / stop / force decision, and moderator messages; disabled when they don't apply."""
+    """Pause / resume / stop / force decision, and moderator messages, in a fragment of their own."""
+    st.fragment(_controls)(debate, labels)
+
+
+def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
+    """The fragment's body: buttons disabled where they don't apply, the steering line, a notice."""
     active = debate is not None and not debate.done and not debate.controller.stopped
     paused = active and debate.controller.paused
     controller = debate.controller if debate is not None else None
     with st.container(key="controls"):
+        st.fragment(run_every=steering_interval(debate))(_steering)(debate)
         top, bottom = st.columns(2), st.columns(2)
         top[0].button("Pause", key="pause", icon="⏸️", disabled=not active or paused, width="stretch",
                       on_click=getattr(controller, "pause", None))
         top[1].button("Resume", key="resume", icon="▶️", disabled=not paused, width="stretch",
                       on_click=getattr(controller, "resume", None))
         bottom[0].button("Stop", key="stop", icon="⏹️", disabled=not active, width="stretch",
-                         on_click=getattr(controller, "stop", None))
+                         on_click=getattr(controller, "stop", None),
+                         help="Cut the turn under way (it is kept, marked interrupted) and end the debate.")
         bottom[1].button("Decide now", key="force_decision", icon="⚖️", width="stretch",
                          disabled=not active or controller.force_requested,
                          on_click=getattr(controller, "force_decision", None),
-                         help="Skip the remaining rounds: the protocol decides now (or its fallback rule does).")
+                         help="Skip the remaining rounds: once the turn under way finishes, the protocol decides "
+                              "(or its fallback rule does).")
         # Forms send the chosen agent, the text and the click together: no intermediate rerun can
         # race with the live fragment's redraws and lose a choice.
         with st.form("say_all_form", border=False):

@@ -1,10 +1,28 @@
 """The debate form: widgets keyed by the UI contract, presets, validation errors, Start.
 
 The form's state lives in `st.session_state` under the widget keys (never passed as `value=`),
-so presets and forks fill it by writing those keys before the widgets are drawn. Validation is
-the engine's (`DebateConfig.from_dict`); a `ConfigError` is shown right under the field it
-names, inside a container keyed `error_<widget key>`, and nothing starts.
-What it must not do: run a debate in the script (Start hands the config to `mad_core.live`).
+so presets and forks fill it by writing those keys before the widgets are drawn, and every widget
+is bound to its key: what the user sees is what Start validates. Validation is the engine's
+(`DebateConfig.problems`, the rules of `DebateConfig.validate`): at Start every problem is found,
+each shown right under the field it names (a container keyed `error_<widget key>`) and all of
+them, by the field's label, in a summary right under Start (keyed `form_errors`); nothing starts
+while there is one, and they are checked again on every run until fixed. Number fields take what
+is typed (no widget bounds that would silently keep the old value): validation refuses it by name.
+Start is disabled while this session's debate runs. "Suggest expert personas" asks the first
+agent's model for a checked list (`mad_core.personas`) and leaves the fields as they were, saying
+why, when the model cannot give one. A preset fills the settings; a question the user wrote
+is kept (with the task fields that go with it) unless they ask for the preset's example.
+
+The reference answer is a plain text input masked by CSS (`-webkit-text-security`) rather than
+`type="password"`: Streamlit 1.67's password input skips committing its value on blur when
+focus moves to its show/hide button (which Tab does), so a reference left with Tab was lost.
+
+Keys besides the fields' own: `form_errors` (the summary), `error_<key>`, `start_wait` (why Start
+is disabled), `persona_error`, `<kind>_doc` (a picker's description), `show_reference`,
+`use_preset_question`.
+
+What it must not do: run a debate in the script (Start hands the config to `mad_core.live`),
+or render user or model text as HTML.
 """
 from __future__ import annotations
 
@@ -16,16 +34,21 @@ import streamlit as st
 
 from mad_core import live, prompts, registry
 from mad_core.config import CONNECTIVITY_NAMES, AgentConfig, ConfigError, DebateConfig
-from mad_core.models import DEFAULT_MODEL, call_model, ensure_registered, known_models
+from mad_core.models import (DEFAULT_MODEL, call_model, ensure_registered, known_models, response_format_support,
+                             validate_model_name)
+from mad_core.protocols.schemas import ReplyFormat
 from mad_core.personas import generate_personas as generate_personas_for
 from mad_core.presets import load_presets
 
-from .common import DEBATE_ID, FORK_REQUEST, id8, open_store, owner_id
+from .common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, owner_id
 
 MAX_AGENTS = 12  # seed 003 runs 10 agents
-FORM_ERROR = "form_error"  # session key: (widget key, message) of the last ConfigError
+FORM_ERROR = "form_error"  # session key: [(widget key, field label, message)] of the problems shown
+FORM_LIVE = "form_live"  # session key: the problems shown came from validation: check them again each run
 PERSONA_ERROR = "persona_error"
 FORM_EXTRA = "form_extra"  # config fields a preset or fork set that the form does not show
+PRESET_QUESTION = "preset_question"  # the question the last applied preset wrote (a different one is the user's)
+TASK_FIELDS = ("question", "task", "reference", "answer_type", "answer_options")  # a question and its reading
 
 _DEFAULTS = DebateConfig(question="x")
 _AGENT = AgentConfig(label="x")
@@ -51,6 +74,31 @@ KKS_PARADIGM = "kks_per_player"  # seed 001's per-player Knight-Knave-Spy debate
 KKS_DEFAULT_PLAYERS = 5
 TFT_NONE = -1  # the tit-for-tat selectbox's "None" (a None option would read as "nothing chosen")
 CUSTOM_GRAPH = "custom"  # the connectivity selectbox's value for a mapping set by a preset or fork
+
+# Widget key -> its label (the error summary names a field by its label, up to any "(...)").
+LABELS = {
+    "question": "Question", "task": "Task instruction (optional)",
+    "reference": "Reference answer (optional, hidden while the debate runs)",
+    "answer_type": "Answer type (how answers and the reference are read for the metrics)",
+    "answer_options": "Answer options, one per line (choice: the option texts in letter order; "
+                      "Knight-Knave-Spy: the player names)",
+    "kks_players": "Players", "kks_seed": "Puzzle seed", "n_agents": "Number of agents",
+    "max_tokens": "Max tokens per reply (all agents)", "paradigm": "Paradigm", "response_generator": "Response generator",
+    "tit_for_tat": "Tit for tat", "ordering": "Speaking order", "connectivity": "Who sees whom",
+    "summarizer_model": "Summarizer model (simultaneous_summarizer)", "rounds": "Rounds",
+    "memory_window": "Memory window (rounds, empty = all)", "max_rounds": "Max rounds", "seed": "Seed (empty = random)",
+    "aad": "All agents draft first (AAD)", "confidence": "Agents state their confidence",
+    "confidence_visible": "Confidence visible to the others", "challenge": "Agents may challenge the final answer",
+    "protocol": "Protocol", "consensus_threshold": "Consensus threshold (empty = protocol's)",
+    "cumulative_points": "Cumulative voting points", "judge_model": "Judge model",
+    "extract_final_answers": "Extract final answers before voting", "judge_adaptive_break": "Judge may end the debate early",
+    "auto_personas": "Generate personas automatically at start", "debate_subrounds": "Exchanges per round (debate paradigm)",
+    "vote_retries": "Re-asks for an unreadable ballot", "kks_depth": "Debate passes per player (depth)",
+    "kks_order": "Order of the players", "supervisor_model": "Supervisor model (breaks ties of the vote)",
+}
+AGENT_LABELS = {"label": "Label {n}", "model": "Model {n}", "persona": "Persona {n}", "temperature": "Temperature {n}"}
+# The reference's mask (our own static CSS, no user text): typed characters show as discs.
+MASK_REFERENCE = "<style>.st-key-reference input { -webkit-text-security: disc; }</style>"
 
 
 def _agent_defaults(i: int) -> dict[str, Any]:
@@ -110,20 +158,24 @@ def apply_config(config: dict[str, Any], preset: str = "") -> None:
     for key, value in config_to_state(config).items():
         st.session_state[key] = value
     st.session_state["preset"] = preset
-    st.session_state.pop(FORM_ERROR, None)
+    clear_errors()
 
 
 def form_config(state=None) -> dict[str, Any]:
     """The config dict the form describes (not yet validated)."""
     state = state if state is not None else st.session_state
-    n = int(state["n_agents"])
+    n = max(0, int(state["n_agents"] or 0))  # any count typed: validation says what is wrong with it
+
+    def agent(i: int, name: str) -> Any:
+        return state.get(AGENT_KEYS[name].format(i=i), _agent_defaults(i)[name])
+
     agents = [{
-        "label": str(state[AGENT_KEYS["label"].format(i=i)] or "").strip(),
-        "model": str(state[AGENT_KEYS["model"].format(i=i)] or "").strip(),
-        "persona": str(state[AGENT_KEYS["persona"].format(i=i)] or ""),
-        "temperature": float(state[AGENT_KEYS["temperature"].format(i=i)]),
-        "max_tokens": int(state["max_tokens"]),
-    } for i in range(n)]
+        "label": str(agent(i, "label") or "").strip(),
+        "model": str(agent(i, "model") or "").strip(),
+        "persona": str(agent(i, "persona") or ""),
+        "temperature": float(agent(i, "temperature")),
+        "max_tokens": state["max_tokens"],
+    } for i in range(min(n, MAX_AGENTS))]  # more than the form shows: refused by `problems`
     data = dict(state.get(FORM_EXTRA) or {})
     data.update({name: state[key] for key, name in FIELD_KEYS.items()})
     data["agents"] = agents
@@ -163,26 +215,103 @@ def widget_for(field: str) -> str:
     return reverse.get(re.split(r"[.\[]", field)[0], "form")  # "connectivity.Agent 2" -> the connectivity widget
 
 
+def label_of(key: str) -> str:
+    """A widget's label as the error summary names it ("Model 2", "Reference answer")."""
+    match = re.fullmatch(r"agent_(label|model|persona|temp)_(\d+)", key)
+    if match:
+        name = "temperature" if match.group(1) == "temp" else match.group(1)
+        return AGENT_LABELS[name].format(n=int(match.group(2)) + 1)
+    return LABELS.get(key, key).split(" (")[0]
+
+
+def problems(state=None) -> list[tuple[str, str, str]]:
+    """Every problem of the form, as (widget key, field label, message); [] when it can start."""
+    state = state if state is not None else st.session_state
+    found = []
+    if int(state["n_agents"] or 0) > MAX_AGENTS:  # the form's own limit (a config file may have more)
+        found.append(("n_agents", label_of("n_agents"), f"the form shows at most {MAX_AGENTS} agents, "
+                                                        f"got {state['n_agents']}"))
+    for exc in DebateConfig.problems(form_config(state)):
+        key = widget_for(exc.field)
+        found.append((key, label_of(key) if key != "form" else exc.field, exc.message))
+    return found
+
+
+def show_errors(errors: list[tuple[str, str, str]], recheck: bool = False) -> None:
+    """Show `errors` beside their fields and in the summary; `recheck`: checked again each run until fixed."""
+    st.session_state[FORM_ERROR] = errors
+    st.session_state[FORM_LIVE] = recheck
+
+
+def clear_errors() -> None:
+    st.session_state.pop(FORM_ERROR, None)
+    st.session_state.pop(FORM_LIVE, None)
+
+
 def error_slot(key: str) -> None:
-    """Show the pending ConfigError if it belongs to the widget `key`."""
-    error = st.session_state.get(FORM_ERROR)
-    if error and error[0] == key:
+    """Show the pending problems that belong to the widget `key`, right under it."""
+    mine = [message for where, _, message in st.session_state.get(FORM_ERROR) or [] if where == key]
+    if mine:
         with st.container(key=f"error_{key}"):
-            st.error(error[1])
+            for message in mine:
+                st.error(message)
+
+
+def error_summary() -> None:
+    """Every pending problem by its field's label, right under Start (where the user is looking)."""
+    errors = st.session_state.get(FORM_ERROR) or []
+    if not errors:
+        return
+    with st.container(key="form_errors"):
+        noun = "this problem" if len(errors) == 1 else f"these {len(errors)} problems"
+        st.error("  \n".join([f"Not started: fix {noun}."] + [f"{label}: {message}" for _, label, message in errors]))
+
+
+def session_debate_running() -> bool:
+    """Whether the debate this session watches is live in this server and not done."""
+    debate_id = st.session_state.get(DEBATE_ID)
+    debate = live.get(debate_id) if debate_id else None
+    return debate is not None and not debate.done
 
 
 # ----- presets --------------------------------------------------------------------------------
 def _on_preset() -> None:
+    """Fill the form from the chosen preset, keeping a question the user wrote (and how it is read)."""
     choice = st.session_state.get("preset")
     presets = load_presets()
+    if choice not in presets:
+        return
+    question = str(st.session_state.get("question") or "")
+    own = {key: st.session_state.get(key) for key in TASK_FIELDS} \
+        if question.strip() and question != st.session_state.get(PRESET_QUESTION) else None
+    apply_config(presets[choice]["config"], preset=choice)
+    st.session_state[PRESET_QUESTION] = st.session_state["question"]
+    if own:
+        st.session_state.update(own)
+
+
+def use_preset_question() -> None:
+    """Replace the user's question (and its task fields) with the chosen preset's example."""
+    presets = load_presets()
+    choice = st.session_state.get("preset")
     if choice in presets:
-        apply_config(presets[choice]["config"], preset=choice)
+        example = config_to_state(presets[choice]["config"])
+        st.session_state.update({key: example[key] for key in TASK_FIELDS})
+        st.session_state[PRESET_QUESTION] = example["question"]
 
 
 # ----- actions --------------------------------------------------------------------------------
 def start_debate() -> None:
-    """Start button: validate, then start (or fork) the debate in the background."""
-    st.session_state.pop(FORM_ERROR, None)
+    """Start button: find every problem (nothing starts while there is one), then start (or fork)
+    the debate in the background."""
+    clear_errors()
+    if session_debate_running():  # the button is disabled then; a click sent just before it was is refused
+        show_errors([("form", "Start", "this session's debate is still running: stop it or let it finish first")])
+        return
+    found = problems()
+    if found:
+        show_errors(found, recheck=True)
+        return
     try:
         config = DebateConfig.from_dict(form_config())
         fork = st.session_state.get(FORK_REQUEST)
@@ -190,11 +319,11 @@ def start_debate() -> None:
             debate = live.start_fork(fork["parent_id"], fork["seq"], open_store(), config, owner=owner_id())
         else:
             debate = live.start(config, store=open_store().path, owner=owner_id())
-    except ConfigError as exc:
-        st.session_state[FORM_ERROR] = (widget_for(exc.field), f"{exc.field}: {exc.message}")
+    except ConfigError as exc:  # e.g. a fork's config that its parent cannot take
+        show_errors([(widget_for(exc.field), exc.field, exc.message)])
         return
     except Exception as exc:  # noqa: BLE001 - e.g. a fork of a debate that was deleted meanwhile
-        st.session_state[FORM_ERROR] = ("form", f"Could not start: {exc}")
+        show_errors([("form", "Start", f"Could not start: {exc}")])
         return
     st.session_state[DEBATE_ID] = debate.debate_id
     st.session_state.pop(FORK_REQUEST, None)
@@ -213,38 +342,46 @@ def generate_kks_puzzle() -> None:
     try:
         puzzle = kks.generate(n, seed)
     except ValueError as exc:
-        st.session_state[FORM_ERROR] = ("kks_players", str(exc))
+        show_errors([("kks_players", label_of("kks_players"), str(exc))])
         return
     st.session_state.update(question=puzzle.text, reference=assignment_text(puzzle.solution, puzzle.names),
                             answer_type="kks", answer_options=options_text(puzzle.names), paradigm=KKS_PARADIGM,
                             protocol="kks_player_vote", aad=False, rounds=n + 2, max_rounds=n + 2)
-    st.session_state.pop(FORM_ERROR, None)
+    clear_errors()
 
 
 def generate_personas() -> None:
-    """Ask the first agent's model for one expert persona per agent (the engine's persona generation)."""
+    """Ask the first agent's model for one expert persona per agent, as a checked list (the engine's
+    persona generation, `mad_core.personas`); when it cannot give one, say why and change nothing."""
     st.session_state.pop(PERSONA_ERROR, None)
-    question, task = st.session_state["question"].strip(), st.session_state["task"]
+    question, task = str(st.session_state["question"] or "").strip(), st.session_state["task"]
     if not question:
         st.session_state[PERSONA_ERROR] = "Write the question first: personas are chosen for it."
         return
-    model = st.session_state[AGENT_KEYS["model"].format(i=0)]
-    errors: list[str] = []
+    n = int(st.session_state["n_agents"] or 0)
+    if not 1 <= n <= MAX_AGENTS:
+        st.session_state[PERSONA_ERROR] = f"Set the number of agents first (1 to {MAX_AGENTS})."
+        return
+    model = str(st.session_state[AGENT_KEYS["model"].format(i=0)] or "").strip()
+    problem = validate_model_name(model)
+    if problem:
+        st.session_state[PERSONA_ERROR] = f"The model could not suggest personas: {problem} Write them yourself."
+        return
+    support = response_format_support(model)
 
-    def ask(label: str, messages: list[dict]) -> str | None:
-        result = call_model(model, messages, max_tokens=60, temperature=0.7)
-        if result.status != "ok":
-            errors.append(result.error or "empty reply")
-            return None
-        return result.text
+    def ask(messages: list[dict], reply: ReplyFormat) -> tuple[str | None, str]:
+        result = call_model(model, messages, max_tokens=reply.max_tokens(reply.tokens, support), temperature=0.7,
+                            response_format=reply.response_format(support))
+        return (result.text, "") if result.status == "ok" else (None, result.error or result.status)
 
-    n = int(st.session_state["n_agents"])
-    found = generate_personas_for(question, task, [str(i) for i in range(n)], ask)
-    if errors and len(errors) >= n:
-        st.session_state[PERSONA_ERROR] = f"{model} gave no persona: {errors[-1]}"
+    found = generate_personas_for(question, task, [str(i) for i in range(n)], ask,
+                                  options=options_list(st.session_state["answer_options"]))
+    if not found.ok:
+        st.session_state[PERSONA_ERROR] = (f"The model could not suggest personas: {found.reason} "
+                                           f"(asked {found.attempts} times). Write them yourself.")
         return
     for i in range(n):
-        st.session_state[AGENT_KEYS["persona"].format(i=i)] = found[str(i)]
+        st.session_state[AGENT_KEYS["persona"].format(i=i)] = found.personas[str(i)]
 
 
 # ----- rendering ------------------------------------------------------------------------------
@@ -258,9 +395,11 @@ def _doc(kind: str, name: str | None) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
-def _choice(label: str, kind: str, key: str) -> None:
-    st.selectbox(label, registry.names(kind), key=key)
-    st.caption(_doc(kind, st.session_state.get(key)))
+def _choice(kind: str, key: str) -> None:
+    """A component picker with the description of the option now chosen (the widget's own value)."""
+    chosen = st.selectbox(LABELS[key], registry.names(kind), key=key)
+    with st.container(key=f"{key}_doc"):
+        st.caption(_doc(kind, chosen))
     error_slot(key)
 
 
@@ -290,107 +429,123 @@ def render_fork_banner() -> None:
 
 
 def render_form(height: int = 860) -> None:
-    """The whole debate form (in a scroll box, so Start stays in sight) with its Start button."""
+    """The whole debate form (in a scroll box, so Start stays in sight), the summary of its problems
+    and its Start button (disabled while this session's debate runs)."""
+    if st.session_state.get(FORM_LIVE) and st.session_state.get(FORM_ERROR):
+        show_errors(problems(), recheck=True)  # a field fixed since Start loses its message
     with st.container(height=height, key="setup_form"):
         _render_fields()
     error_slot("form")
     label = "Start fork" if st.session_state.get(FORK_REQUEST) else "Start debate"
-    st.button(label, key="start", type="primary", on_click=start_debate, width="stretch")
+    running = session_debate_running()
+    why = "This session's debate is still running: stop it (sidebar) or let it finish, then start another."
+    st.button(label, key="start", type="primary", on_click=start_debate, width="stretch", disabled=running,
+              help=why if running else None)
+    if running:  # a disabled button shows no tooltip: say it beside it too
+        with st.container(key="start_wait"):
+            st.caption(why)
+    error_summary()  # right under Start: the button stays where it was clicked
 
 
 def _render_fields() -> None:
     presets = load_presets()
-    st.selectbox("Preset", [""] + list(presets), key="preset", on_change=_on_preset,
-                 format_func=lambda p: presets[p]["title"] if p in presets else "(none: fill in yourself)")
-    if st.session_state.get("preset") in presets:
-        st.caption(f"Source: {presets[st.session_state['preset']]['source']}")
+    chosen = st.selectbox("Preset", [""] + list(presets), key="preset", on_change=_on_preset,
+                          format_func=lambda p: presets[p]["title"] if p in presets else "(none: fill in yourself)")
+    if chosen in presets:
+        st.caption(f"Source: {presets[chosen]['source']}")
+        if st.session_state.get("question") != st.session_state.get(PRESET_QUESTION):
+            st.caption("The question is yours (kept when the preset was chosen); the preset set the rest.")
+            st.button("Use the preset's example question instead", key="use_preset_question",
+                      on_click=use_preset_question)
     # height="content": a fixed-height text_area collapses to 0 px inside a scrolling container (Streamlit 1.67).
-    st.text_area("Question", key="question", height="content", placeholder="What should the agents answer?")
+    st.text_area(LABELS["question"], key="question", height="content", placeholder="What should the agents answer?")
     error_slot("question")
-    st.text_input("Task instruction (optional)", key="task", placeholder="e.g. Answer with the letter only.")
+    st.text_input(LABELS["task"], key="task", placeholder="e.g. Answer with the letter only.")
     error_slot("task")
-    st.text_input("Reference answer (optional, hidden while the debate runs)", key="reference", type="password")
-    error_slot("reference")
-    st.selectbox("Answer type (how answers and the reference are read for the metrics)", list(ANSWER_KINDS),
-                 key="answer_type", format_func=lambda k: ANSWER_KINDS[k])
+    _render_reference()
+    st.selectbox(LABELS["answer_type"], list(ANSWER_KINDS), key="answer_type", format_func=lambda k: ANSWER_KINDS[k])
     error_slot("answer_type")
-    st.text_area("Answer options, one per line (choice: the option texts in letter order; "
-                 "Knight-Knave-Spy: the player names)", key="answer_options", height="content")
+    st.text_area(LABELS["answer_options"], key="answer_options", height="content")
     error_slot("answer_options")
     left, middle, right = st.columns([2, 2, 3], vertical_alignment="bottom")
-    left.number_input("Players", min_value=3, max_value=9, step=1, key="kks_players")
-    middle.number_input("Puzzle seed", min_value=0, step=1, key="kks_seed")
+    left.number_input(LABELS["kks_players"], step=1, key="kks_players")
+    middle.number_input(LABELS["kks_seed"], step=1, key="kks_seed")
     right.button("Generate a Knight-Knave-Spy puzzle", key="generate_kks", on_click=generate_kks_puzzle,
                  help="Fills the question, the reference (its unique solution), the answer type and the "
                       "player names, and selects seed 001's per-player debate.")
     error_slot("kks_players")
 
     st.subheader("Agents")
-    st.number_input("Number of agents", min_value=1, max_value=MAX_AGENTS, step=1, key="n_agents")
+    n = st.number_input(LABELS["n_agents"], step=1, key="n_agents")
     error_slot("n_agents")
     st.button("Suggest expert personas", key="generate_personas", on_click=generate_personas,
-              help="Asks the first agent's model for one expert persona per agent, for this question.")
+              help="Asks the first agent's model for one short expert persona per agent, for this question.")
     if st.session_state.get(PERSONA_ERROR):
-        st.warning(st.session_state[PERSONA_ERROR])
-    for i in range(int(st.session_state["n_agents"])):
+        with st.container(key="persona_error"):
+            st.warning(md_escape(st.session_state[PERSONA_ERROR]))
+    for i in range(max(0, min(int(n or 0), MAX_AGENTS))):
         _render_agent(i)
-    st.number_input("Max tokens per reply (all agents)", min_value=1, step=16, key="max_tokens")
-    error_slot("max_tokens")
+    _number("max_tokens", step=16)
 
     st.subheader("Discussion")
-    _choice("Paradigm", "paradigm", "paradigm")
-    _choice("Response generator", "response_generator", "response_generator")
-    st.selectbox("Tit for tat", [TFT_NONE, 0, 1, 2, 3], key="tit_for_tat", format_func=_tit_for_tat_label)
-    level = st.session_state.get("tit_for_tat")
+    _choice("paradigm", "paradigm")
+    _choice("response_generator", "response_generator")
+    level = st.selectbox(LABELS["tit_for_tat"], [TFT_NONE, 0, 1, 2, 3], key="tit_for_tat",
+                         format_func=_tit_for_tat_label)
     st.caption("No instruction about disagreeing (two-sided debates use level 2)." if level == TFT_NONE
                else f"Every agent is told: {prompts.TIT_FOR_TAT[level]}")
     error_slot("tit_for_tat")
-    _choice("Speaking order", "ordering", "ordering")
+    _choice("ordering", "ordering")
     if st.session_state.get("paradigm") == KKS_PARADIGM:
         _render_kks_fields()
     _render_connectivity()
-    st.selectbox("Summarizer model (simultaneous_summarizer)", [""] + _model_options(
-        st.session_state.get("summarizer_model")), key="summarizer_model", accept_new_options=True,
-        format_func=lambda m: m or "(same as the first agent)")
-    error_slot("summarizer_model")
+    _model_choice("summarizer_model")
     left, right = st.columns(2)
     with left:
-        st.number_input("Rounds", min_value=1, step=1, key="rounds")
-        error_slot("rounds")
-        st.number_input("Memory window (rounds, empty = all)", min_value=0, step=1, key="memory_window")
-        error_slot("memory_window")
+        _number("rounds")
+        _number("memory_window")
     with right:
-        st.number_input("Max rounds", min_value=1, step=1, key="max_rounds")
-        error_slot("max_rounds")
-        st.number_input("Seed (empty = random)", step=1, key="seed")
-        error_slot("seed")
-    st.checkbox("All agents draft first (AAD)", key="aad")
+        _number("max_rounds")
+        _number("seed")
+    st.checkbox(LABELS["aad"], key="aad")
     error_slot("aad")
-    st.checkbox("Agents state their confidence", key="confidence")
-    st.checkbox("Confidence visible to the others", key="confidence_visible")
-    st.checkbox("Agents may challenge the final answer", key="challenge")
+    for key in ("confidence", "confidence_visible", "challenge"):
+        st.checkbox(LABELS[key], key=key)
 
     st.subheader("Decision")
-    _choice("Protocol", "protocol", "protocol")
+    _choice("protocol", "protocol")
     left, right = st.columns(2)
     with left:
-        st.number_input("Consensus threshold (empty = protocol's)", min_value=0.0, max_value=1.0, step=0.05,
-                        key="consensus_threshold")
-        error_slot("consensus_threshold")
+        _number("consensus_threshold", step=0.05)
     with right:
-        st.number_input("Cumulative voting points", min_value=1, step=1, key="cumulative_points")
-        error_slot("cumulative_points")
-    st.selectbox("Judge model", [""] + _model_options(st.session_state.get("judge_model")), key="judge_model",
-                 accept_new_options=True, format_func=lambda m: m or "(same as the first agent)")
-    error_slot("judge_model")
+        _number("cumulative_points")
+    _model_choice("judge_model")
     with st.expander("Advanced"):
-        st.checkbox("Extract final answers before voting", key="extract_final_answers")
-        st.checkbox("Judge may end the debate early", key="judge_adaptive_break")
-        st.checkbox("Generate personas automatically at start", key="auto_personas")
-        st.number_input("Exchanges per round (debate paradigm)", min_value=1, step=1, key="debate_subrounds")
-        error_slot("debate_subrounds")
-        st.number_input("Re-asks for an unreadable ballot", min_value=0, step=1, key="vote_retries")
-        error_slot("vote_retries")
+        for key in ("extract_final_answers", "judge_adaptive_break", "auto_personas"):
+            st.checkbox(LABELS[key], key=key)
+        _number("debate_subrounds")
+        _number("vote_retries")
+
+
+def _number(key: str, step: int | float = 1) -> None:
+    """A number field that takes whatever is typed (no bounds: validation names a bad value), its error under it."""
+    st.number_input(LABELS[key], step=step, key=key)
+    error_slot(key)
+
+
+def _model_choice(key: str) -> None:
+    """An optional model (empty: the first agent's), any litellm name typed, its error under it."""
+    st.selectbox(LABELS[key], [""] + _model_options(st.session_state.get(key)), key=key, accept_new_options=True,
+                 format_func=lambda m: m or "(same as the first agent)")
+    error_slot(key)
+
+
+def _render_reference() -> None:
+    """The reference answer: masked unless "show" is ticked (see the module docstring for why not a password input)."""
+    st.text_input(LABELS["reference"], key="reference")
+    if not st.checkbox("Show the reference answer", key="show_reference"):
+        st.html(MASK_REFERENCE)
+    error_slot("reference")
 
 
 def _render_kks_fields() -> None:
@@ -400,16 +555,13 @@ def _render_kks_fields() -> None:
                    "debate and a self-adjustment, then final assignments and a per-player vote. It runs "
                    "players + 2 rounds, whatever the round fields say.")
         left, right = st.columns(2)
-        left.number_input("Debate passes per player (depth)", min_value=1, max_value=3, step=1, key="kks_depth")
-        right.selectbox("Order of the players", ["fixed", "agreed"], key="kks_order",
+        left.number_input(LABELS["kks_depth"], step=1, key="kks_depth")
+        right.selectbox(LABELS["kks_order"], ["fixed", "agreed"], key="kks_order",
                         format_func=lambda o: {"fixed": "fixed (the puzzle's order)",
                                                "agreed": "agreed by the agents"}[o])
         error_slot("kks_depth")
         error_slot("kks_order")
-        st.selectbox("Supervisor model (breaks ties of the vote)",
-                     [""] + _model_options(st.session_state.get("supervisor_model")), key="supervisor_model",
-                     accept_new_options=True, format_func=lambda m: m or "(same as the first agent)")
-        error_slot("supervisor_model")
+        _model_choice("supervisor_model")
 
 
 def _render_connectivity() -> None:
@@ -418,7 +570,7 @@ def _render_connectivity() -> None:
     options = list(CONNECTIVITY_NAMES) + ([CUSTOM_GRAPH] if isinstance(custom, dict) else [])
     if st.session_state.get("connectivity") not in options:
         st.session_state["connectivity"] = "full"
-    st.selectbox("Who sees whom", options, key="connectivity",
+    st.selectbox(LABELS["connectivity"], options, key="connectivity",
                  help="full: every agent sees every other; ring: each agent sees its two neighbours "
                       "in the configured agent order (seed 003's sparse connectivity).")
     if st.session_state["connectivity"] == CUSTOM_GRAPH:
@@ -431,13 +583,15 @@ def _render_agent(i: int) -> None:
     with st.container(border=True):
         left, right = st.columns([2, 3])
         with left:
-            st.text_input(f"Label {i + 1}", key=keys["label"])
+            st.text_input(label_of(keys["label"]), key=keys["label"])
         with right:
-            st.selectbox(f"Model {i + 1}", _model_options(st.session_state.get(keys["model"])), key=keys["model"],
-                         accept_new_options=True, help="Any litellm model name (provider/model) can be typed.")
+            st.selectbox(label_of(keys["model"]), _model_options(st.session_state.get(keys["model"])),
+                         key=keys["model"], accept_new_options=True,
+                         help="Any litellm model name (provider/model) can be typed; the Models page lists the "
+                              "providers.")
         error_slot(keys["label"])
         error_slot(keys["model"])
-        st.text_input(f"Persona {i + 1}", key=keys["persona"], placeholder="optional: who this agent is")
+        st.text_input(label_of(keys["persona"]), key=keys["persona"], placeholder="optional: who this agent is")
         error_slot(keys["persona"])
-        st.slider(f"Temperature {i + 1}", 0.0, 2.0, step=0.05, key=keys["temperature"])
+        st.slider(label_of(keys["temperature"]), 0.0, 2.0, step=0.05, key=keys["temperature"])
         error_slot(keys["temperature"])

@@ -6,8 +6,10 @@ folded `DebateView`, see `mad_core.live`) and what the last full run drew.
 
 - A full run draws the settled part once: the decision card, the question, the transcript up to
   the first turn still streaming (finished turns never change), the plots.
-- The auto-refreshing fragment draws what moves: the status line, the transcript from the first
-  streaming turn on, the usage table. A refresh folds the events since the previous one (none:
+- The auto-refreshing fragment draws what moves: the status line, the progress bar with its time
+  estimate (`debate_progress`, from `mad_core.live.progress`), the transcript from the first
+  streaming turn on, the usage table. (The steering controls are a fragment of their own, see
+  `controls`.) A refresh folds the events since the previous one (none:
   nothing is folded, copied or rebuilt) and draws only that tail. It runs every LIVE_REFRESH_S,
   less often as the settled transcript grows (see `refresh_interval`: each run costs the
   browser time in proportion to everything on the page).
@@ -15,6 +17,9 @@ folded `DebateView`, see `mad_core.live`) and what the last full run drew.
   challenge, personas, the end) or the tail holds `SETTLE_AFTER` items that could settle, the
   fragment asks for one full run. So the plots are redrawn when a round or decision completes,
   not on every tick (the answer timeline of a round still running waits for that run).
+- The transcript box follows the debate (scrolls to the newest text) while the `follow_debate`
+  toggle is on. Opening a turn's "show prompt" turns it off (a newly opened prompt asks for a full
+  run, which draws the box without auto-scroll), so the prompt stays where the reader opened it.
 
 What it must not do: run a debate, compute a protocol, or render model or user text as HTML
 (drawing is `transcript`'s).
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from streamlit.errors import StreamlitInvalidLayoutContextError
 
 from mad_core import live
 from mad_core.events import (ErrorOccurred, Event, SteeringApplied, TokenReceived, TurnFinished, TurnRetried,
@@ -44,6 +50,8 @@ REFRESH_S_PER_TURN = 0.006
 MAX_REFRESH_S = 2.0
 SETTLE_AFTER = 8  # items the moving tail may hold, its first one finished, before a full run settles them
 SESSION_KEY = "live_page"  # st.session_state[SESSION_KEY]: the LivePage of the watched debate
+FOLLOW_KEY = "follow_debate"  # the toggle: the transcript box scrolls to the newest text
+TRANSCRIPT_HEIGHT = 640  # px of the transcript box
 # Events that change only what moves: the streaming text, a moderator action (appended to the end
 # of the timeline), an error (shown in the status line). Turn events too, unless they touch a turn
 # already drawn as settled or open a new round (see LivePage.refresh); any other event changes
@@ -58,6 +66,7 @@ class Slots:
 
     status: Any
     usage: Any
+    progress: Any = None
 
 
 class LivePage:
@@ -77,6 +86,20 @@ class LivePage:
         self.in_full_run = False  # the fragment's call inside a full run: already refreshed
         self.ended = False  # the worker had ended when the last refresh began
         self.full_draws = 0  # times the settled part was drawn (tests count them)
+        self.open_prompts: set[str] = set()  # the "show prompt" expanders open at the last full run
+        self._plan: live.CallPlan | None = None
+
+    @property
+    def plan(self) -> live.CallPlan | None:
+        """The calls the debate's configuration implies (see `live.plan_calls`); None before it is known."""
+        if self._plan is None and self.view.config:
+            self._plan = live.plan_calls(self.view.config)
+        return self._plan
+
+    @property
+    def paused(self) -> bool:
+        debate = self.debate
+        return debate is not None and not debate.done and debate.controller.paused
 
     @property
     def debate(self) -> live.LiveDebate | None:
@@ -159,13 +182,46 @@ def refresh_interval(page: LivePage) -> float:
     return min(MAX_REFRESH_S, LIVE_REFRESH_S + REFRESH_S_PER_TURN * len(page.settled_ids))
 
 
+def format_progress(progress: live.Progress, paused: bool = False) -> str:
+    """The progress bar's words: round of max, phase, calls done and left, ETA in seconds."""
+    if paused:
+        eta = "ETA: paused"
+    elif progress.eta_s is None:
+        eta = "ETA after the first call"
+    else:
+        eta = f"ETA ≈ {progress.eta_s:.0f} s"
+    return (f"Round {progress.round} of max {progress.max_rounds} · {progress.phase} · "
+            f"{progress.calls_done} calls done, ≈ {progress.calls_left} left · {eta}")
+
+
+def render_progress(page: LivePage) -> None:
+    """The `debate_progress` bar of a running debate (nothing once it has ended)."""
+    if not page.running or page.plan is None:
+        return
+    debate = page.debate
+    progress = live.progress(page.view, page.plan, debate.controller.activity if debate is not None else None)
+    with st.container(key="debate_progress"):
+        st.progress(progress.fraction, text=format_progress(progress, page.paused))
+
+
+def opened_prompts() -> set[str]:
+    """The "show prompt" expanders (`prompt_{k}`) open now in this session."""
+    return {key for key, value in st.session_state.items() if key.startswith("prompt_") and value is True}
+
+
 def draw_moving(page: LivePage, slots: Slots) -> None:
-    """What moves: the status line, the transcript after the settled part, the usage table."""
+    """What moves: the status and steering lines, the progress bar, the transcript after the settled
+    part, the usage table."""
     view = page.view
     with slots.status:
         transcript.render_status(view, page.debate)
+    if slots.progress is not None:
+        slots.progress.empty()  # written on every run: a fragment may only fill a slot the full run wrote
+        with slots.progress:
+            render_progress(page)
     if view.timeline:
-        transcript.finish_transcript(view, transcript.render_timeline(view, page.settled.copy(), len(view.timeline)))
+        walk = transcript.render_timeline(view, page.settled.copy(), len(view.timeline), paused=page.paused)
+        transcript.finish_transcript(view, walk)
     else:
         st.caption("Waiting for the first turn…")
     with slots.usage:
@@ -173,26 +229,48 @@ def draw_moving(page: LivePage, slots: Slots) -> None:
 
 
 def tick(page: LivePage, slots: Slots) -> None:
-    """The fragment's body: refresh, ask for a full run when the settled part changed, draw the rest."""
+    """The fragment's body: refresh, ask for a full run when the settled part changed or a prompt was
+    opened (the transcript box stops following), draw the rest."""
     if page.in_full_run:
         page.in_full_run = False
     else:
         page.refresh()
-        if page.stale():
+        opened = opened_prompts()
+        page.open_prompts &= opened  # a prompt closed since: opening it again counts as new
+        if page.stale() or opened - page.open_prompts:
             st.rerun(scope="app")
-    draw_moving(page, slots)
+    try:
+        draw_moving(page, slots)
+    except StreamlitInvalidLayoutContextError:
+        # The slots outside the fragment belong to a full run that did not reach this fragment
+        # (seen rarely while a second fragment, the steering line, refreshes itself): draw anew.
+        st.rerun(scope="app")
+
+
+def follow_toggle(page: LivePage) -> bool:
+    """The `follow_debate` toggle (on by default); a prompt opened since the last full run turns it off."""
+    opened = opened_prompts()
+    if opened - page.open_prompts:
+        st.session_state[FOLLOW_KEY] = False
+    page.open_prompts = opened
+    st.session_state.setdefault(FOLLOW_KEY, True)
+    return st.toggle("Follow the debate", key=FOLLOW_KEY,
+                     help="Scroll the transcript to the newest text. Opening a prompt turns this off, so the "
+                          "prompt stays where you opened it.")
 
 
 def watch(page: LivePage, state_key: str) -> None:
     """Draw the watched debate: settled parts now, moving parts in an auto-refreshing fragment."""
     view, running = page.view, page.running
     status = st.empty()
+    progress = st.empty()
     transcript.render_decision(view)
     if view.status != "running":
         transcript.render_reference(view, state_key)
     st.markdown(view.config.get("question", ""))
-    box = st.container(height=640, autoscroll=True, key="transcript")
-    slots = Slots(status, st.empty())
+    follow = follow_toggle(page) if running else False
+    box = st.container(height=TRANSCRIPT_HEIGHT, autoscroll=follow, key="transcript")
+    slots = Slots(status, st.empty(), progress)
     plots.render_plots(view)
     with box:
         draw_settled(page)

@@ -9,31 +9,38 @@ nothing until a round completes; embeddings are memoised in this process. The fi
 loads the model (seconds), so `warm_up()` loads it in a background thread when a debate starts.
 Tests may set `EMBED` to a fake embedder.
 
-While a debate runs, nothing that depends on the reference answer is drawn (accuracy,
-log-likelihood): the reference stays hidden until the debate is over.
+The figures themselves are built in `mad_core.figures` (shared with the printable handout):
+one answer -> colour map per debate, shortened and wrapped labels, model text escaped for plotly.
+Every chart downloads as PNG (the camera in its toolbar, always shown) and as a standalone HTML
+file (plotly.js embedded; built only when its `html_{chart key}` button is clicked).
+
+Nothing that depends on the reference answer (correct, accuracy, log-likelihood) is shown
+while a debate runs, nor before the page's "Reveal reference answer" was pressed: no spoiler.
 What it must not do: compute a protocol, draw anything that is not in the view or its report,
 or render model text as HTML.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
-from mad_core import metrics
-from mad_core import registry
+from mad_core import figures, metrics
 from mad_core.metrics import report as reports
-from mad_core.protocols.decision import Protocol
 from mad_core.view import DISCUSSION_KINDS, DebateView
 
+from . import transcript
 from .common import md_escape, open_store, short
 
 EMBED = None  # None = the bundled SBERT model; tests put a cheap function here
 EMPTY = "Appears after the first round."
-CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
-                   "#9d755d", "#bab0ac"]
+line_figure = figures.line_figure  # the Compare page draws its lines with it
+# The plot's own toolbar: only the camera (PNG download, twice the size on screen), always shown.
+PLOT_CONFIG = {"displayModeBar": True, "displaylogo": False, "modeBarButtons": [["toImage"]],
+               "toImageButtonOptions": {"format": "png", "scale": 2}}
 MAX_CACHED = 64  # reports kept in this process
 num = reports.format_number  # a metric as people read it ("-" for None)
 
@@ -94,21 +101,17 @@ def debate_metrics(view: DebateView) -> dict[str, Any]:
     return found
 
 
-def _round_series(report: dict[str, Any], name: str) -> list[tuple[int, float | None]]:
-    return [(row["round"], row.get(name)) for row in report.get("rounds") or []]
-
-
 # ----- series (also used by the Compare page) -----------------------------------------------------
 def diversity_series(view: DebateView) -> list[tuple[int, float | None]]:
     """Answer diversity of each complete round: 1 - SBERT similarity of the agents' final answers
     (seed 000 Table 1)."""
     return [(rnd, None if value is None else 1.0 - value)
-            for rnd, value in _round_series(debate_metrics(view), "answer_similarity")]
+            for rnd, value in figures.round_series(debate_metrics(view), "answer_similarity")]
 
 
 def entropy_series(view: DebateView) -> list[tuple[int, float]]:
     """Entropy (bits) of the agents' answers, read with the debate's answer type, per complete round."""
-    return _round_series(debate_metrics(view), "entropy")
+    return figures.round_series(debate_metrics(view), "entropy")
 
 
 def agreement_series(view: DebateView) -> list[tuple[int, float]]:
@@ -117,125 +120,42 @@ def agreement_series(view: DebateView) -> list[tuple[int, float]]:
     return [(rnd, metrics.agreement(list(a.values()))) for rnd, a in view.answers_by_round() if rnd in done]
 
 
-def vote_rounds(view: DebateView) -> list[dict[str, Any]]:
-    """Per round with votes or decision attempts: {"round", "unit", "labels", "counts"}."""
-    protocol = view.config.get("protocol", "")
-    try:
-        traits = registry.get("protocol", protocol)
-    except Exception:  # noqa: BLE001 - a debate stored with a protocol this version lacks
-        traits = Protocol
-    rounds = sorted({v.round for v in view.votes} | {a.round for a in view.attempts})
-    out = []
-    for rnd in rounds:
-        attempt = next((a for a in reversed(view.attempts) if a.round == rnd), None)
-        votes = view.votes_of_round(rnd)
-        solutions = attempt.solution_agents if attempt and attempt.solution_agents else view.agents
-        n = max(1, len(solutions))
-        names = [f"Solution {i + 1} ({solutions[i]})" if i < len(solutions) else f"Solution {i + 1}"
-                 for i in range(n)]
-        if traits.casts_ballots and votes:
-            ballots = [v.ballot if v.valid else None for v in votes if v.protocol == protocol]
-            try:
-                breakdown = metrics.vote_breakdown(protocol, ballots, n)
-            except ValueError:
-                continue
-            out.append({"round": rnd, "unit": breakdown["unit"], "labels": names, "counts": breakdown["counts"]})
-        elif votes:  # no agent ballots: a judge's picks
-            counts = [0.0] * n
-            for v in votes:
-                if v.valid and isinstance(v.ballot, int) and v.ballot < n:
-                    counts[v.ballot] += 1
-            out.append({"round": rnd, "unit": "judge's pick", "labels": names, "counts": counts})
-        elif attempt and attempt.scores:
-            labels = (view.agents if traits.scores_per_agent else attempt.solution_agents) or names
-            out.append({"round": rnd, "unit": traits.score_unit, "labels": list(labels)[:len(attempt.scores)],
-                        "counts": list(attempt.scores)})
-    return out
-
-
-# ----- figures --------------------------------------------------------------------------------
-def _layout(fig: go.Figure, title: str, ytitle: str, xtitle: str = "round") -> go.Figure:
-    fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40, b=10), xaxis_title=xtitle,
-                      yaxis_title=ytitle, legend=dict(orientation="h", y=-0.25))
-    return fig
-
-
-def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, ytitle: str) -> go.Figure:
-    """One line per named series of (round, value)."""
-    fig = go.Figure()
-    for name, points in series.items():
-        fig.add_trace(go.Scatter(x=[r for r, _ in points], y=[v for _, v in points], mode="lines+markers",
-                                 name=name, connectgaps=False))
-    fig.update_xaxes(dtick=1)
-    fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title, ytitle)
-
-
-def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, ytitle: str) -> go.Figure | None:
-    """A line per report column (`traces`: legend name -> per-round key); None before any round."""
-    if not report.get("rounds"):
-        return None
-    fig = line_figure({name: _round_series(report, column) for name, column in traces.items()}, title, ytitle)
-    if any(v is not None and v < 0 for column in traces.values() for _, v in _round_series(report, column)):
-        fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
-    return fig
-
-
-def votes_figure(rounds: list[dict[str, Any]], protocol: str) -> go.Figure:
-    fig = go.Figure()
-    for item in rounds:
-        fig.add_trace(go.Bar(x=item["labels"], y=item["counts"], name=f"round {item['round']}"))
-    unit = rounds[-1]["unit"] if rounds else ""
-    fig.update_layout(barmode="group")
-    return _layout(fig, f"{protocol}: {unit}", unit, xtitle="")
-
-
-def timeline_figure(view: DebateView, report: dict[str, Any] | None = None) -> go.Figure | None:
-    """Rows = agents, columns = rounds, color = the answer as the metrics read it (the debate's
-    answer type: "B" and "(B) Paris" are one color); changed answers are circled."""
-    report = report if report is not None else debate_metrics(view)
-    rounds = report.get("rounds") or []
-    if not rounds:
-        return None
-    round_names = [f"R{row['round']}" for row in rounds]
-    seen = list(dict.fromkeys(label for row in rounds for label in row["answers"]))
-    labels = [label for label in view.agents if label in seen] + [label for label in seen if label not in view.agents]
-    answers = {label: [row["answers"].get(label) for row in rounds] for label in labels}
-    categories = list(dict.fromkeys(a for label in labels for a in answers[label] if a is not None))
-    z = [[None if a is None else categories.index(a) for a in answers[label]] for label in labels]
-    text = [[short(a, 24) if a is not None else "" for a in answers[label]] for label in labels]
-    n = max(1, len(categories))
-    scale = []
-    for i in range(n):
-        color = CATEGORY_COLORS[i % len(CATEGORY_COLORS)]
-        scale += [[i / n, color], [(i + 1) / n, color]]
-    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=labels, text=text, texttemplate="%{text}", zmin=-0.5,
-                               zmax=n - 0.5, colorscale=scale, showscale=False, xgap=3, ygap=3,
-                               hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
-    changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
-               if f"R{c['round']}" in round_names]
-    if changes:
-        fig.add_trace(go.Scatter(x=[f"R{c['round']}" for c in changes], y=[c["agent"] for c in changes],
-                                 mode="markers", name="changed answer",
-                                 marker=dict(symbol="circle-open", size=26, color="black", line=dict(width=2))))
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, "Answer timeline", "", xtitle="")
-
-
 # ----- rendering ------------------------------------------------------------------------------
+def chart_config(container_key: str) -> dict[str, Any]:
+    """st.plotly_chart's config: the camera button (PNG named after the chart) always visible."""
+    return {**PLOT_CONFIG, "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": container_key}}
+
+
+def chart_html(fig: go.Figure, container_key: str) -> str:
+    """The chart as a standalone HTML page (what its `html_{key}` button downloads)."""
+    return figures.figure_html(fig, chart_config(container_key))
+
+
 def chart(container_key: str, title: str, fig: go.Figure | None, empty: str = EMPTY) -> None:
+    """A chart in its box, keyed `container_key`, with the PNG camera in its toolbar and an
+    `html_{container_key}` button that downloads it as a standalone HTML file (built only when
+    clicked: Streamlit calls `data` then, in another thread)."""
     with st.container(key=container_key, border=True):
         if fig is None:
             st.markdown(f"**{title}**")
             st.caption(empty)
-        else:
-            st.plotly_chart(fig, key=f"chart_{container_key}", config={"displayModeBar": False})
+            return
+        st.plotly_chart(fig, key=f"chart_{container_key}", config=chart_config(container_key))
+        st.download_button("HTML", data=functools.partial(chart_html, fig, container_key),
+                           file_name=f"{container_key}.html", mime="text/html", key=f"html_{container_key}",
+                           on_click="ignore", icon=":material/download:",
+                           help="The chart as a standalone HTML file (works offline); the camera above saves a PNG.")
+
+
+def revealed(view: DebateView) -> bool:
+    """Whether this session revealed the debate's reference (`transcript.reveal_key`)."""
+    return bool(st.session_state.get(transcript.reveal_key(view)))
 
 
 def render_summary(view: DebateView, report: dict[str, Any]) -> None:
     """The debate's numbers in one box (keyed metrics_summary)."""
     summary = report.get("summary") or {}
-    over = view.status != "running"
+    over = view.status != "running" and revealed(view)
     with st.container(key="metrics_summary", border=True):
         st.markdown(f"**Metrics** (answers read as: {md_escape(str(report.get('answer_type')))})")
         facts = [f"rounds to decision {num(summary.get('rounds_to_decision'))}",
@@ -302,29 +222,14 @@ def render_plots(view: DebateView) -> None:
     per-agent table."""
     with st.spinner("Computing the metrics (the first time loads the SBERT model)…"):
         report = debate_metrics(view)
-    over = view.status != "running"
-    referenced = over and bool((view.config or {}).get("reference"))
     render_summary(view, report)
-    votes = vote_rounds(view)
+    charts = figures.debate_figures(view, report, revealed=revealed(view))
+    empty = {"plot_votes": "Appears after the first round's vote or decision attempt."}
     left, right = st.columns(2)
-    with left:
-        chart("plot_diversity", "Answer similarity (SBERT)", report_figure(
-            report, {"final answers": "answer_similarity", "whole replies": "reply_similarity"},
-            "Answer similarity (SBERT cosine): final answers vs whole replies", "cosine similarity"))
-        chart("plot_agreement", "Agreement", report_figure(
-            report, {"all agree": "agree_all", "majority agrees": "agree_majority", "disagreement": "disagreement"},
-            "Agreement and disagreement per round", "share"))
-        chart("plot_votes", "Votes", votes_figure(votes, view.config.get("protocol", "")) if votes else None,
-              "Appears after the first round's vote or decision attempt.")
-    with right:
-        entropy = {"entropy (bits)": "entropy"}
-        if referenced:
-            entropy["log-likelihood of the reference (log2)"] = "log_likelihood"
-        chart("plot_entropy", "Entropy of answers", report_figure(report, entropy, "Entropy of the agents' answers",
-                                                                   "bits"))
-        if referenced:
-            chart("plot_accuracy", "Accuracy", report_figure(
-                report, {"strict": "accuracy_strict", "smooth (per part)": "accuracy_smooth"},
-                "Accuracy of the round's majority answer", "accuracy"))
-        chart("plot_timeline", "Answer timeline", timeline_figure(view, report))
+    for column, keys in ((left, ("plot_diversity", "plot_agreement", "plot_votes")),
+                         (right, ("plot_entropy", "plot_accuracy", "plot_timeline"))):
+        with column:
+            for key in keys:
+                if key in charts:
+                    chart(key, charts[key][0], charts[key][1], empty.get(key, EMPTY))
     render_agents(report)

@@ -2,7 +2,9 @@
 
 Keys follow the UI contract: `debate_status`, `round_{r}`, `turn_{k}` (k = index in
 `view.turns`), `prompt_{k}`, `votes_{r}`, `steer_{j}` (j = index in `view.steering`),
-`decision_card` (holding `decision_answer` and the `decision_full_text` expander), `usage`.
+`decision_card` (holding `decision_answer`, after the reference's reveal `decision_agreement`,
+the `decision_full_text` and `decision_solutions` expanders), `reveal_reference` /
+`reference_revealed`, `usage`.
 Model and user text is rendered with st.markdown / st.text (HTML is never rendered); labels
 inside our own markup are escaped.
 """
@@ -14,33 +16,41 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from mad_core.answers import final_answer, normalize_answer
+from mad_core import handout
 from mad_core.metrics.report import estimated_cost, format_dollars
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from .common import MODERATOR_AVATAR, agent_style, md_escape, short
 
 TurnExtras = Callable[[TurnView, int], None]
-STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "finished": "✅", "stopped": "⏹️", "failed": "❌",
-                "interrupted": "⚠️"}
-_TURN_MARKS = {"streaming": "✍️ streaming", "failed": "❌ failed", "interrupted": "⏹️ interrupted"}
+STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "finished": "✅", "stopped": "⏹️",
+                "failed": "❌", "interrupted": "⚠️"}
+# A turn's mark in its bubble header; a streaming turn of a paused debate reads "paused" (its stream
+# waits before its next piece), never "streaming".
+_TURN_MARKS = {"streaming": "✍️ streaming", "paused": "⏸️ paused", "failed": "❌ failed",
+               "interrupted": "⏹️ interrupted"}
 
 
 def status_word(view: DebateView, debate=None) -> str:
-    """running / paused / finished / stopped / failed / interrupted (paused comes from the controller)."""
-    if debate is not None and not debate.done and view.status == "running" and debate.controller.paused:
-        return "paused"
+    """running / paused / stopping / finished / stopped / failed / interrupted: paused and stopping
+    (a stop asked for, the debate not yet ended) come from the controller, read now."""
+    if debate is not None and not debate.done and view.status == "running":
+        if debate.controller.stopped:
+            return "stopping"
+        if debate.controller.paused:
+            return "paused"
     return view.status
 
 
 def render_status(view: DebateView, debate=None) -> None:
+    from .controls import steering_note  # the steering words are the controls' own
+
     word = status_word(view, debate)
     rounds = [t.round for t in view.turns if t.kind in DISCUSSION_KINDS]
     parts = [f"{STATUS_ICONS.get(word, '')} Status: **{word}**"]
-    if debate is not None and not debate.done and debate.controller.stopped:
-        parts.append("stop requested: finishing the current turn")
-    if debate is not None and not debate.done and debate.controller.force_requested:
-        parts.append("decision requested")
+    note = steering_note(debate)
+    if note:
+        parts.append(md_escape(note.removeprefix("stopping: ")))
     if rounds:
         parts.append(f"round {max(rounds)} of max {view.config.get('max_rounds', '?')}")
     parts.append(f"{len(view.turns)} turns")
@@ -99,10 +109,12 @@ def render_transcript(view: DebateView, extras: TurnExtras | None = None) -> Non
     finish_transcript(view, render_timeline(view, Walk(), len(view.timeline), extras))
 
 
-def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras | None = None) -> Walk:
+def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras | None = None,
+                    paused: bool = False) -> Walk:
     """Draw the timeline items from `walk.position` up to `stop` (round headers, bubbles, moderator
     actions, the footers of the rounds left behind); `walk` is advanced and returned. The last
-    round's footer is left to `finish_transcript`: more of that round may follow."""
+    round's footer is left to `finish_transcript`: more of that round may follow. `paused`: the
+    debate is paused (its streaming turns say so)."""
     for kind, item in view.timeline[walk.position:stop]:
         walk.position += 1
         if kind == "steer":
@@ -118,7 +130,7 @@ def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras 
                 with st.container(key=f"round_{walk.current}"):
                     st.markdown(f"#### {_round_title(view, walk.current)}")
                     st.caption(md_escape(round_status(view, walk.current)))
-        _bubble(view, turn, k, extras)
+        _bubble(view, turn, k, extras, paused)
     return walk
 
 
@@ -128,7 +140,7 @@ def finish_transcript(view: DebateView, walk: Walk) -> None:
         _round_footer(view, walk.current, walk.shown)
 
 
-def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None) -> None:
+def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None, paused: bool = False) -> None:
     color, avatar, _ = agent_style(turn.agent, view.agents)
     with st.container(key=f"turn_{k}"):
         with st.chat_message(turn.agent, avatar=avatar):
@@ -136,8 +148,9 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None)
             if turn.round:
                 head.append(f"round {turn.round}")
             head.append(md_escape(turn.model))
-            if turn.status in _TURN_MARKS:
-                head.append(_TURN_MARKS[turn.status])
+            mark = "paused" if paused and turn.status == "streaming" else turn.status
+            if mark in _TURN_MARKS:
+                head.append(_TURN_MARKS[mark])
             if turn.retries:
                 head.append(f"retried {turn.retries}×")
             st.markdown(" · ".join(head))
@@ -147,7 +160,7 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None)
             if turn.text:
                 st.markdown(turn.text + (" ▌" if turn.status == "streaming" else ""))
             elif turn.status == "streaming":
-                st.caption("thinking…")
+                st.caption("paused before its first word" if paused else "thinking…")
             if turn.error:
                 st.caption(f"{turn.status}: {md_escape(turn.error)}")
             notes = []
@@ -197,6 +210,16 @@ def format_ballot(value: Any) -> str:
     return json.dumps(value)
 
 
+def vote_problem(reason: str | None) -> str:
+    """Why a ballot was not counted, in words. A cut call (the debate was stopped) was not cast
+    rather than invalid; debates stored before the engine named that cause read "interrupted: None"."""
+    reason = reason or "unreadable"
+    if reason.endswith(" interrupted: None"):
+        reason = reason.removesuffix(" interrupted: None") + " was cut: the debate was stopped"
+    reason = reason.removesuffix(": None")
+    return f"not cast ({reason})" if " was cut" in reason else f"invalid ballot ({reason})"
+
+
 def _round_footer(view: DebateView, rnd: int, shown: set[int]) -> None:
     if rnd in shown:
         return
@@ -208,7 +231,7 @@ def _round_footer(view: DebateView, rnd: int, shown: set[int]) -> None:
             for vote in votes:
                 line = f"- {md_escape(vote.agent)}: {md_escape(format_ballot(vote.ballot))}"
                 if not vote.valid:
-                    line = f"- {md_escape(vote.agent)}: invalid ballot ({md_escape(vote.reason or 'unreadable')})"
+                    line = f"- {md_escape(vote.agent)}: {md_escape(vote_problem(vote.reason))}"
                 if vote.attempt > 1:
                     line += f" (attempt {vote.attempt})"
                 st.markdown(line)
@@ -219,39 +242,37 @@ def _round_footer(view: DebateView, rnd: int, shown: set[int]) -> None:
 
 # ----- decision, reference, usage ---------------------------------------------------------------
 def decision_texts(view: DebateView) -> tuple[str, str]:
-    """(the decided answer, short; the full text it was decided from) for the decision card.
-
-    The answer is the decision's extracted final answer (a convergence winner's whole draft
-    reads as its `Final answer:` line). The full text is the winning agent's last discussion
-    reply of the deciding round or before, the judge's reply when the judge stated the
-    answer, else the decision's own answer."""
-    decision = view.decision
-    if decision is None:
-        return "", ""
-    answer = str(decision.details.get("final_answer") or "") or final_answer(decision.answer) or decision.answer
-    full = ""
-    if decision.winner_agent == "judge":
-        full = str(decision.details.get("judgment") or "")
-    elif decision.winner_agent:
-        said = [t.text for t in view.turns if t.agent == decision.winner_agent and t.kind in DISCUSSION_KINDS
-                and t.status == "ok" and t.round <= decision.round]
-        full = said[-1] if said else ""
-    return answer.strip(), (full or decision.answer).strip()
+    """(the decided answer, short; the full text it was decided from) for the decision card
+    (`mad_core.handout.decision_texts`, which the handout uses too)."""
+    return handout.decision_texts(view)
 
 
-def render_decision(view: DebateView) -> None:
-    """The decision card: the extracted answer, the full winning text one click away (plain
-    text), protocol, tally, fallback / forced notes."""
+def reveal_key(view: DebateView) -> str:
+    """The session key that says the reference of this debate was revealed (pages use this name)."""
+    return f"reveal_{view.debate_id}"
+
+
+def render_decision(view: DebateView, revealed: bool | None = None) -> None:
+    """The decision card: the extracted answer first, then (only once the reference is revealed:
+    `revealed`, by default the session's `reveal_{debate id}` flag) whether it agrees with the
+    reference, read with the debate's answer type (`decision_agreement`); the full winning text
+    one click away (plain text); protocol, round, winner, forced / fallback notes; the solutions
+    and their scores folded away (`decision_solutions`)."""
     decision = view.decision
     if decision is None:
         if view.status in ("stopped", "failed", "interrupted"):
             st.info(f"No decision: the debate {view.status}. {view.finish_reason}".strip())
         return
+    if revealed is None:
+        revealed = bool(st.session_state.get(reveal_key(view)))
     answer, full = decision_texts(view)
     with st.container(key="decision_card", border=True):
         st.markdown("### Decision")
         with st.container(key="decision_answer"):
             st.markdown(f"#### {md_escape(short(answer, 300))}" if answer else "(empty answer)")
+        if revealed and view.config.get("reference"):
+            with st.container(key="decision_agreement"):
+                _agreement(view)
         if full and full != answer:
             who = f" ({md_escape(decision.winner_agent)})" if decision.winner_agent else ""
             with st.expander(f"Full winning text{who}", key="decision_full_text"):
@@ -264,23 +285,32 @@ def render_decision(view: DebateView) -> None:
             st.warning("Forced: a person asked for a decision before the protocol reached one.")
         if decision.fallback:
             st.warning(f"Fallback rule: {decision.fallback}")
-        if decision.solutions:
-            rows = [{"solution": i + 1,
-                     "agent": decision.solution_agents[i] if i < len(decision.solution_agents) else "",
-                     "answer": short(text, 100),
-                     "score": f"{decision.scores[i]:g}" if i < len(decision.scores) else "-"}
-                    for i, text in enumerate(decision.solutions)]
-            st.table(rows)
-        elif decision.scores:
-            st.markdown("Scores: " + ", ".join(f"{s:g}" for s in decision.scores))
+        if decision.solutions or decision.scores:
+            with st.expander("Solutions and scores", key="decision_solutions"):
+                if decision.solutions:
+                    st.table([{"solution": i + 1,
+                               "agent": decision.solution_agents[i] if i < len(decision.solution_agents) else "",
+                               "answer": short(text, 100),
+                               "score": f"{decision.scores[i]:g}" if i < len(decision.scores) else "-"}
+                              for i, text in enumerate(decision.solutions)])
+                else:
+                    st.markdown("Scores: " + ", ".join(f"{s:g}" for s in decision.scores))
         for challenge in view.challenges:
             stance = {True: "accepts", False: "challenges", None: "gives no clear stance on"}[challenge.agrees]
             extra = f" and proposes: {md_escape(challenge.new_answer)}" if challenge.new_answer else ""
             st.caption(f"{md_escape(challenge.agent)} {stance} the answer{extra}")
 
 
+def _agreement(view: DebateView) -> None:
+    """The decision against the reference answer, judged with the debate's answer type."""
+    verdict, sentence = handout.reference_agreement(view)
+    icon = {True: "✅", False: "❌", None: "❔"}[verdict]
+    st.markdown(f"{icon} {md_escape(sentence)}")
+
+
 def render_reference(view: DebateView, state_key: str) -> None:
-    """The reference answer stays hidden until the `reveal_reference` button is pressed."""
+    """The reference answer stays hidden until the `reveal_reference` button is pressed; then it
+    shows with the decision's agreement (nothing before the reveal says whether it matches)."""
     reference = view.config.get("reference")
     if not reference:
         return
@@ -293,8 +323,7 @@ def render_reference(view: DebateView, state_key: str) -> None:
         st.markdown("**Reference answer**")
         st.text(reference)
         if view.decision is not None:
-            same = normalize_answer(view.decision.answer) == normalize_answer(reference)
-            st.markdown("✅ the decision matches it" if same else "❌ the decision differs from it")
+            _agreement(view)
 
 
 def agent_costs(view: DebateView) -> dict[str, float | None]:

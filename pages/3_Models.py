@@ -1,10 +1,11 @@
-"""Models: the models MAD Lab knows, whether their API key is set (never the key itself), and a
-short test call per model (max 16 tokens) showing the answer and the latency."""
+"""Models: the models MAD Lab knows, whether their API key is set (never the key itself), a
+short test call per model (max 16 tokens) showing the answer and the latency, and the providers
+a model name may start with (an unknown provider's error points here instead of listing them)."""
 from __future__ import annotations
 
 import streamlit as st
 
-from mad_core.models import DEFAULT_MODEL, call_model, known_models, validate_model_name
+from mad_core.models import DEFAULT_MODEL, call_model, known_models, provider_names, validate_model_name
 from madlab_ui.common import md_escape, page_setup
 
 TESTS = "model_tests"  # session key: {model name: (status, text, seconds)}
@@ -15,6 +16,11 @@ st.title("Models")
 st.markdown(f"The offline default is **{DEFAULT_MODEL}** (SmolLM2-135M on the CPU). Any litellm model name "
             "(`provider/model`) can be typed in an agent's model box on the Debate page; remote providers read "
             "their API key from the environment.")
+providers = provider_names()
+with st.expander(f"Providers MAD Lab can reach ({len(providers)})", key="providers"):
+    st.caption("A model name is `provider/model`: the provider is one of these (litellm's, and MAD Lab's own "
+               "local, hf, scripted and callable). An unknown provider in a model box is refused before anything runs.")
+    st.text(", ".join(providers))
 results = st.session_state.setdefault(TESTS, {})
 models = known_models()
 with st.container(key="model_table"):

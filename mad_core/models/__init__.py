@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import difflib
 import email.utils
 import functools
 import importlib
@@ -796,16 +797,14 @@ def response_format_support(model: str) -> str | None:
         return None
 
 
-def _provider_names() -> list[str]:
+def provider_names() -> list[str]:
+    """Every provider a model name may start with here (litellm's, the registered custom ones and
+    MAD Lab's own), sorted: the Models page lists them."""
     litellm = _litellm()
     names = {getattr(p, "value", p) for p in litellm.provider_list}
     names.update(entry.get("provider") for entry in litellm.custom_provider_map)
     names.update(_PROVIDER_MODULES)
     return sorted(str(n) for n in names if n)
-
-
-def _listing(names) -> str:
-    return ", ".join(sorted(names)) or "(none)"
 
 
 def validate_model_name(name: str) -> str | None:
@@ -830,9 +829,13 @@ def validate_model_name(name: str) -> str | None:
     provider, rest = _split(name)
     if not rest:
         return f"{name!r} names no model after the provider {provider!r} (e.g. openai/gpt-4o-mini)."
-    providers = _provider_names()
-    if provider not in providers:
-        return f"Unknown provider {provider!r}. Valid providers: {_listing(providers)}.{router_problem}"
+    providers = provider_names()
+    if provider not in providers:  # one line: the ~100 valid providers are listed on the Models page
+        close = difflib.get_close_matches(provider, providers, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return (f"Unknown provider {provider!r} in {name!r}{hint}: the app's Models page (or "
+                f"mad_core.models.provider_names()) lists the providers MAD Lab can reach, e.g. openai, anthropic, "
+                f"ollama, {DEFAULT_MODEL.split('/')[0]}.{router_problem}")
     if provider in _PROVIDER_MODULES:
         return _provider_module(provider).check(rest)
     return None

@@ -24,6 +24,8 @@ The shapes (solutions are numbered from 1, as the prompts show them):
   extraction            {"answer": "..."}                 at most 160 characters
   judge verdict         {"decision": "YES", "side": "Negative", "answer": "...", "reason": "..."}
   judge choice          {"choice": "Agent 2"}             one of the participants' labels
+  persona list          {"personas": ["Geologist: ...", ...]}  one expert per agent still without a
+                                                          persona, each at most 160 characters
 
 The per-player Knight-Knave-Spy mode (mad_core/kks_mode.py, seed 001 App. C) asks for
 longer structured replies; their schemas are built from the puzzle's player names:
@@ -67,12 +69,15 @@ class ReplyFormat:
     """What a short call asks for: its phase (token limit) and the JSON schema of its reply.
 
     `solutions` is the number of solutions on a ballot (its token limit grows with them).
+    `tokens`, when set, is the reply's own token limit, whatever the agent's `max_tokens` (a
+    persona list: its size is set by the request, not by how long the agents may write).
     """
 
     phase: str
     name: str
     schema: dict[str, Any]
     solutions: int = 0
+    tokens: int = 0
 
     def response_format(self, support: str | None) -> dict[str, Any] | None:
         """The OpenAI `response_format` for a backend with this `support` ("full", "subset"
@@ -88,7 +93,7 @@ class ReplyFormat:
         reply is bounded by the schema itself, so the limit is raised to the longest reply
         the schema allows (`worst_case_tokens`) and a degenerate reply ("1.1.1.1...") fills a
         string to its maxLength and closes the object instead of being cut off mid-JSON."""
-        limit = reply_max_tokens(self.phase, agent_max_tokens, self.solutions)
+        limit = self.tokens or reply_max_tokens(self.phase, agent_max_tokens, self.solutions)
         if support == "full":
             return max(limit, worst_case_tokens(self.schema))
         return limit
@@ -186,6 +191,16 @@ def verdict_format() -> ReplyFormat:
 def choice_format(labels: list[str]) -> ReplyFormat:
     """The judge names the participant whose draft is best (seed 004)."""
     return ReplyFormat("choice", "judge_choice", _object(choice={"type": "string", "enum": list(labels)}))
+
+
+PERSONA_CHARS = 160  # one expert description (mad_core/personas.py also bounds its words)
+PERSONA_TOKENS = 48  # a description's tokens, with room for its quotes and comma
+
+
+def persona_list_format(n: int) -> ReplyFormat:
+    """Exactly `n` short expert descriptions, one per agent (seed 000's personas, after Kim et al.)."""
+    return ReplyFormat("personas", "persona_list", _object(personas={
+        "type": "array", "items": _text(PERSONA_CHARS), "minItems": n, "maxItems": n}), tokens=16 + PERSONA_TOKENS * n)
 
 
 # ----- the per-player Knight-Knave-Spy mode (seed 001 App. C) -----------------------------------

@@ -62,6 +62,20 @@ def config(question: str = "What is the capital of France?", model: str = f"scri
     return DebateConfig.from_dict(data)
 
 
+def scripted_debate(name: str, replies, data: dict) -> str:
+    """Run the debate `data` (a config dict) to completion with the scripted model `name`
+    answering through `replies` (registered only for the run); return its id."""
+    from mad_core.models.scripted import Script, register_script, unregister_script
+
+    register_script(name, Script(replies=replies))
+    try:
+        engine = DebateEngine(DebateConfig.from_dict(data), store=Store())
+        list(engine.run())
+        return engine.debate_id
+    finally:
+        unregister_script(name)
+
+
 def run_debate(question: str = "What is the capital of France?", **changes) -> str:
     """Run a short scripted debate to completion in the test's store; return its id."""
     engine = DebateEngine(config(question, **changes), store=Store())

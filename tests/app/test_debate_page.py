@@ -8,7 +8,6 @@ from streamlit.testing.v1 import AppTest
 from mad_core import live
 from mad_core.config import DebateConfig
 from mad_core.models.scripted import get_script
-from mad_core.personas import neutral
 from mad_core.prompts import TIT_FOR_TAT
 from mad_core.store import Store
 from mad_core.presets import load_presets
@@ -120,18 +119,22 @@ def test_tit_for_tat_explains_its_effect():
     assert form_config(at.session_state)["tit_for_tat"] is None
 
 
-def test_generate_personas_asks_the_first_agents_model_with_the_persona_prompt():
+def test_generate_personas_asks_the_first_agents_model_and_refuses_a_debaters_reply():
     at = fill(app(), question="Why is the sky blue?")
+    at.text_input(key="agent_persona_1").set_value("Physicist: optics").run()
     script = get_script(SCRIPT)
     calls = len(script.history)
     at.button(key="generate_personas").click().run()
     asked = script.history[calls:]
-    # the script always proposes the same expert: agents 2 and 3 retry 3 times each, then go neutral
-    assert len(asked) == 1 + 3 + 3 and all("panel of experts" in c["messages"][-1]["content"] for c in asked)
+    # the script answers like a debater ("... Final answer: Paris"): refused, re-asked twice, then given up
+    assert len(asked) == 3 and all("panel of experts" in c["messages"][1]["content"] for c in asked)
     assert "Why is the sky blue?" in asked[0]["messages"][-1]["content"]
-    assert "A model thinks about the okapi." in asked[1]["messages"][-1]["content"]  # taken ones are shown
-    assert [at.text_input(key=f"agent_persona_{i}").value for i in range(3)] == \
-        ["A model thinks about the okapi.", neutral(1), neutral(2)]
+    assert "persona 2 reads like an answer, not an expert ('Final answer: Paris')" in asked[1]["messages"][-1]["content"]
+    warning = texts(at.get_by_key("persona_error")).replace("\\", "")  # shown markdown-escaped
+    assert warning.startswith("The model could not suggest personas: persona 2 reads like an answer")
+    assert warning.endswith("(asked 3 times). Write them yourself.")
+    # must not happen: a refused reply lands in a persona field, or a typed persona is lost
+    assert [at.text_input(key=f"agent_persona_{i}").value for i in range(3)] == ["", "Physicist: optics", ""]
 
 
 def test_generate_personas_needs_a_question():

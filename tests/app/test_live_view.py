@@ -188,7 +188,7 @@ def test_a_refresh_without_new_events_rebuilds_nothing(script, roles, monkeypatc
     spy(DebateView, "apply", lambda view, event: view is page.view)  # this page's copy, not the worker's
     spy(live.LiveDebate, "snapshot")
     spy(live_page, "draw_settled")
-    spy(transcript, "_bubble", lambda view, turn, k, extras: bubbles.append(turn.id) or True)
+    spy(transcript, "_bubble", lambda view, turn, k, *_: bubbles.append(turn.id) or True)
     at.session_state["mode"] = "fragment"
     for _ in range(3):
         at.run()  # a tick with no new event

@@ -10,7 +10,7 @@ import json
 import math
 
 import pytest
-from app_helpers import embed, open_debate, texts
+from app_helpers import embed, keys, open_debate, texts
 
 from mad_core import DebateConfig, DebateEngine
 from mad_core.metrics.similarity import _cosine
@@ -54,6 +54,10 @@ def traces(at, key: str) -> dict[str, list]:
 
 def test_the_plots_show_the_reports_numbers(debate_id):
     at = open_debate(debate_id)
+    # no spoiler: nothing measured against the reference before it is revealed
+    assert "plot_accuracy" not in keys(at) and "correct" not in texts(at.get_by_key("metrics_summary"))
+    assert list(traces(at, "plot_entropy")) == ["entropy (bits)"]
+    at.button(key="reveal_reference").click().run()
     entropy = traces(at, "plot_entropy")
     assert entropy["entropy (bits)"][0] == pytest.approx(-(2 / 3 * math.log2(2 / 3) + 1 / 3 * math.log2(1 / 3)))
     assert entropy["entropy (bits)"][1] == 0.0
@@ -75,6 +79,7 @@ def test_the_plots_show_the_reports_numbers(debate_id):
 
 def test_the_agent_table_shows_states_costs_and_who_changed(debate_id):
     at = open_debate(debate_id)
+    at.button(key="reveal_reference").click().run()
     table = at.get_by_key("agent_metrics").table[0].value
     rows = {row["agent"]: row for row in table.to_dict("records")}
     assert rows["Agent 2"]["initial → final"] == "minority-wrong → correct"

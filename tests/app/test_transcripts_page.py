@@ -11,8 +11,7 @@ from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, open_de
 from mad_core import live
 from mad_core.config import DebateConfig
 from mad_core.store import Store
-from mad_core.view import stored_events
-from madlab_ui.browse import export_files, replay_view
+from madlab_ui.browse import export_files
 from madlab_ui.forms import form_config
 
 
@@ -102,7 +101,8 @@ def test_exports_hold_the_whole_debate():
     store = Store()
     store.annotate(debate_id, store.turns(debate_id)[0].id, "new argument", "first mention")
     files = export_files(store, debate_id)
-    assert set(files) == {"export_json", "export_md", "export_csv"}
+    assert set(files) == {"export_json", "export_md", "export_csv", "handout_md", "handout_html"}
+    assert callable(files["handout_html"][1]) and callable(files["handout_md"][1])  # built only when clicked
     data = json.loads(files["export_json"][1])
     assert data["format"] == "madlab-debate" and data["debate"]["id"] == debate_id
     assert [t["content"] for t in data["turns"]] == [t.content for t in store.turns(debate_id)]
@@ -112,10 +112,11 @@ def test_exports_hold_the_whole_debate():
     assert "first mention" in markdown
     rows = list(csv.DictReader(io.StringIO(files["export_csv"][1])))
     assert len(rows) == len(store.turns(debate_id)) and rows[0]["annotations"] == "new argument: first mention"
-    assert [f[2] for f in files.values()] == [f"debate-{debate_id[:8]}.{ext}" for ext in ("json", "md", "csv")]
+    assert [f[2] for f in files.values()] == [f"debate-{debate_id[:8]}{ext}" for ext in (
+        ".json", ".md", ".csv", "-handout.md", "-handout.html")]
     at = open_debate(debate_id)
     buttons = {b.key: b for b in at.get("download_button")}
-    assert set(buttons) == set(files)
+    assert set(files) <= set(buttons)  # besides: the plots' and the annotation CSVs' downloads
     assert buttons["export_json"].proto.url.endswith(".json") and buttons["export_csv"].proto.url.endswith(".csv")
 
 
@@ -174,26 +175,3 @@ def test_interrupted_debate_resumes_in_the_background():
     assert at.session_state["debate_id"] == debate_id
     join(debate_id)
     assert Store().get_debate(debate_id)["status"] == "finished"
-
-
-def test_replay_plays_turns_one_by_one():
-    debate_id = run_debate()
-    events = stored_events(Store(), debate_id)
-    turns = Store().turns(debate_id)
-    start = replay_view(events, 0.0)
-    assert [t.status for t in start.turns] == ["streaming"] and start.turns[0].text == ""
-    middle = replay_view(events, 2.5)
-    assert [t.text for t in middle.turns[:2]] == [t.content for t in turns[:2]]
-    assert middle.turns[2].status == "streaming"
-    assert middle.turns[2].text == turns[2].content[: len(turns[2].content) // 2]
-    assert middle.decision is None
-    end = replay_view(events, float(len(turns)))
-    assert len(end.turns) == len(turns) and end.decision is not None and end.status == "finished"
-
-    at = open_debate(debate_id)
-    at.slider(key="replay_speed").set_value(2.0)
-    at.button(key="replay_start").click().run()
-    assert at.session_state["replay"]["speed"] == 2.0
-    assert f"of {len(turns)} turns" in texts(at.get_by_key("transcript"))
-    at.button(key="replay_stop").click().run()
-    assert "replay" not in at.session_state

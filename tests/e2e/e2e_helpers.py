@@ -143,6 +143,15 @@ def debate_by_question(store, question: str) -> dict:
     return store.get_debate(rows[0]["id"])
 
 
+def finished_debate(page: Page, url: str, store, question: str, models: list[str]) -> dict:
+    """Run a one-round debate of `models` from the Debate page to its end; its stored record."""
+    open_debate_page(page, url)
+    configure_debate(page, question, models)
+    start(page)
+    expect_status(page, "finished")
+    return debate_by_question(store, question)
+
+
 def fill(page: Page, name: str, value: str) -> None:
     """Type into a text widget without committing it (a following button click commits it)."""
     box = key(page, name)

@@ -28,7 +28,10 @@ def debate_script(discussion: list[str], n_agents: int, answer: str = "42", **pa
     return {"replies": [*discussion, *([answer] * n_agents), "1"], **pacing}
 
 
+STEER_BALLOT = "I vote for solution 1 after weighing every argument made here today. "  # 12 pieces
+
 XSS_TEXT = 'Look: <script>window.__xss=1</script> and <img src=x onerror="window.__xss=2"> done'
+HANDOUT_TEXT = 'Print me: <script>alert("h1")</script> and <img src=x onerror="alert(\'h2\')"> & <b>bold</b>'
 
 SCRIPTS: dict[str, dict] = {
     # 1. streaming: ~30 words per reply at 0.2 s per piece (about 6 s per turn): after the 3rd
@@ -49,4 +52,28 @@ SCRIPTS: dict[str, dict] = {
     "exp_e2e_judge": {"replies": ["Agent 1"]},
     "exp_e2e_slow": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
                                  "Agent 3": ["Final answer: no"]}, "token_delay": 0.3},
+    # 7. reload (test_e2e_reload.py): 12 s per turn, so the debate still runs through a fresh tab,
+    #    a reload and a second tab.
+    "reload": debate_script([reply("ra", 30), reply("rb", 30), reply("rc", 30)], 3, token_delay=0.4),
+    # 8. projector viewport: long replies (more than the transcript box holds), 12 s per turn.
+    "projector": debate_script([reply("pa", 120), reply("pb", 120), reply("pc", 120)], 3, token_delay=0.1),
+    # 9. steering timings (test_e2e_steering.py): Agent 1 gives a slow discussion reply (9 s), an
+    #    extraction and a slow ballot (4 s; "solution 1" is valid however many solutions there are);
+    #    the decision is forced while Agent 1 speaks, so the others are only asked for ballots.
+    "steering": {"replies": {"Agent 1": [reply("g1", 30), "42", STEER_BALLOT], "Agent 2": [STEER_BALLOT],
+                             "Agent 3": [STEER_BALLOT]}, "token_delay": 0.3},
+    # 10. Stop while the votes stream: short discussion turns, then 29 s ballots (Stop cuts them).
+    "steering_stop": {"replies": {f"Agent {i}": [reply(f"h{i}", 6), "42", STEER_BALLOT * 8] for i in (1, 2, 3)},
+                      "token_delay": 0.3},
+    # 11. Presenter view, live (test_e2e_classroom.py): 40 words at 0.25 s, 10 s per turn, so the
+    #     first agent is still speaking when the presenter page has loaded.
+    "present": debate_script([reply("pa", 40), reply("pb", 40), reply("pc", 40)], 3, token_delay=0.25),
+    # 12. handout (test_e2e_handout.py): markup in every reply; per agent, so call order does not matter.
+    "handout": {"replies": {"Agent 1": [HANDOUT_TEXT + "\n\nFinal answer: 42", "42", "1"],
+                            "Agent 2": [HANDOUT_TEXT + "\n\nFinal answer: 41", "41", "1"]}},
+    # 13. the form (test_e2e_form.py): per agent a discussion turn, an extraction, then "1" forever
+    #     (valid as a turn, an extraction and a vote), so the short debates of that file share it;
+    #     "form_slow" runs long enough to try Start again while it runs.
+    "form_e2e": {"replies": {f"Agent {i}": ["Final answer: 42", "42", "1"] for i in (1, 2)}},
+    "form_slow": {"replies": {"Agent 1": [reply("fs", 60)], "Agent 2": [reply("ft", 60)]}, "token_delay": 0.3},
 }

@@ -592,16 +592,17 @@ def test_each_call_gets_its_own_seed_derived_from_the_debate_seed(script, roles)
 
 
 # ----- personas, challenge, failures --------------------------------------------------------------
-def test_generated_personas_are_unique_with_bounded_retries(script, roles):
-    personas = iter(["Geographer: knows capitals", "Geographer: again", "Historian: knows France",
-                     "Historian: dup", "Historian: dup", "Historian: dup"])
-    model, _ = script(roles(persona=lambda m, meta: next(personas)))
+def test_generated_personas_are_one_validated_list_re_asked_when_it_repeats_an_expert(script, roles):
+    replies = iter(['{"personas": ["Geographer: knows capitals", "Geographer: knows rivers", "Historian: knows France"]}',
+                    '{"personas": ["Geographer: knows capitals", "Historian: knows France", "Linguist: knows names"]}'])
+    model, _ = script(roles(persona=lambda m, meta: next(replies)))
     events, _ = run(make_config(model, rounds=1, max_rounds=1, auto_personas=True))
     assigned = of(events, PersonasAssigned)[0].personas
-    assert assigned["Agent 1"] == "Geographer: knows capitals"
-    assert assigned["Agent 2"] == "Historian: knows France"
-    assert assigned["Agent 3"].startswith("Participant 3")  # three duplicates: neutral fallback
-    assert len(turns(events, "persona")) == 1 + 2 + 3  # Agent 2 retried once, Agent 3 three times
+    assert assigned == {"Agent 1": "Geographer: knows capitals", "Agent 2": "Historian: knows France",
+                        "Agent 3": "Linguist: knows names"}
+    asked = turns(events, "persona")
+    assert len(asked) == 2  # the list with a repeated expert was re-asked once
+    assert "persona 2 is the same expert as persona 1" in asked[1].prompt[-1]["content"]
     assert "Geographer" in turns(events, "discussion")[0].prompt[0]["content"]
 
 

@@ -14,6 +14,7 @@ from mad_core.models import (
     ensure_registered,
     is_serial,
     known_models,
+    provider_names,
     split_pieces,
     validate_model_name,
 )
@@ -233,7 +234,7 @@ def test_valid_model_names(name):
     [
         ("gpt-4o-mini", "provider/model"),
         ("", "provider/model"),
-        ("nosuchprovider/x", "Valid providers:"),
+        ("nosuchprovider/x", "Unknown provider 'nosuchprovider' in 'nosuchprovider/x'"),
         ("scripted/nope", "Registered scripts: echo"),
         ("local/nope", "smollm2-135m"),
         ("local//no/such/file.gguf", ".gguf"),
@@ -246,10 +247,18 @@ def test_invalid_model_names(name, expected):
     assert message and expected in message
 
 
-def test_valid_providers_are_listed():
+def test_unknown_provider_is_one_line_that_says_where_the_providers_are():
     message = validate_model_name("nosuchprovider/x")
-    for provider in ["openai", "anthropic", "ollama", "local", "scripted", "hf", "callable"]:
-        assert provider in message
+    assert "\n" not in message and len(message) < 300, message
+    assert "Models page" in message and "provider_names()" in message
+    assert "cohere" not in message and "bedrock" not in message  # the ~170 providers are not listed in it
+    assert "did you mean 'openai'?" in validate_model_name("opnai/gpt-4o")
+
+
+def test_provider_names_lists_litellms_and_ours():
+    names = provider_names()
+    assert {"openai", "anthropic", "ollama", "bedrock", "local", "scripted", "hf", "callable"} <= set(names)
+    assert names == sorted(names)
 
 
 def test_is_serial():

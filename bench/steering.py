@@ -1,0 +1,88 @@
+"""Browser check: how long each steering control takes to show its effect while a debate streams.
+
+Runs the Playwright test tests/e2e/test_e2e_steering.py (`--repeat` times, each with its own
+Streamlit server and Debian Chromium), which streams scripted debates (0.3 s a word) and times,
+in Chromium, each control's click to the moment its new state is on screen: Pause, Resume,
+Send to all, Send to this agent and Decide now (the steering line or the controls' notice says
+so), and Stop (during the votes). The test writes those times to a JSON file; this script
+reads them and reports, per control, the median and the slowest click.
+
+    target: every control's slowest click-to-change <= 0.5 s
+
+    .venv/bin/python bench/steering.py               # one run
+    .venv/bin/python bench/steering.py --repeat 3
+
+Not a test: timings depend on the machine and its load (speed targets live in bench/, never in
+tests/). A run whose test fails is reported as skipped with the failure's last lines.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.common import Result, Target, finish, median, parser  # noqa: E402
+
+TARGET_S = 0.5
+TEST = "tests/e2e/test_e2e_steering.py"
+CONTROLS = {"pause": "Pause", "resume": "Resume", "say_all_send": "Send to all", "say_one_send": "Send to this agent",
+            "force_decision": "Decide now", "stop": "Stop (during the votes)"}
+
+
+def measure(out: Path, timeout: float) -> tuple[dict[str, float] | None, str]:
+    """One run of the e2e test; (its click-to-change times, or None; the tail of its output)."""
+    env = {**os.environ, "MADLAB_STEERING_TIMINGS": str(out), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not real_model", TEST]
+    try:
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"did not finish within {timeout:g} s"
+    tail = " | ".join(done.stdout.strip().splitlines()[-3:])
+    if done.returncode != 0 or not out.exists():
+        return None, f"the test failed (exit {done.returncode}): {tail}"
+    return json.loads(out.read_text()), tail
+
+
+def main() -> int:
+    cli = parser(__doc__)
+    cli.add_argument("--repeat", type=int, default=1, help="runs of the e2e test (default 1)")
+    cli.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take")
+    args = cli.parse_args()
+    result = Result("steering", "Steering controls: click to visible change while a debate streams",
+                    ["control", "runs", "median s", "slowest s"])
+    runs: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            times, tail = measure(Path(tmp) / f"run{i}.json", args.timeout)
+            print(f"run {i + 1}: {times if times is not None else tail}", flush=True)
+            if times is None:
+                result.notes.append(f"run {i + 1}: {tail}")
+            else:
+                runs.append(times)
+    if not runs:
+        result.skipped = result.notes[-1] if result.notes else "no run"
+        return finish(result, args)
+    for name, label in CONTROLS.items():
+        values = [run[name] for run in runs if name in run]
+        if not values:
+            result.notes.append(f"{label}: not measured")
+            continue
+        result.rows.append([label, len(values), median(values), max(values)])
+        result.targets.append(Target(f"{label}, slowest click", max(values), TARGET_S, "s"))
+    result.notes += [
+        "measured in Chromium: a capture-phase click listener and a MutationObserver (performance.now()), "
+        "from the click to the first DOM change that shows the new state; scripted model, 0.3 s a word",
+        "a click reruns only the controls' fragment; one that lands during a full run of the page (a round or a "
+        "ballot settles part of the transcript) waits for that run to end, which is what the slowest figures show",
+    ]
+    return finish(result, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

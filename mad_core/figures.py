@@ -1,0 +1,296 @@
+"""Plotly figures of one debate, shared by the app's charts (madlab_ui/plots.py) and the
+printable handout (mad_core/handout.py).
+
+What it is for: turning a `DebateView` and its metric report (mad_core/metrics/report.py) into
+figures a class can read: lines per round, the vote chart (horizontal bars, labels shortened
+and wrapped, automargin) and the answer timeline (cells that say the answer in 13 px text, the
+full answer in the hover). One answer -> colour map per debate (`answer_colors`) is used by
+every chart that colours by answer, so an answer has the same colour everywhere.
+
+Plotly reads a few tags in text (<b>, <br>, <a href=...>) as markup, so every piece of model
+text that goes into a figure passes through `plot_text` (`<`, `>` and `&` escaped; plotly shows
+the entities literally). Our own `<br>` line breaks are added after escaping.
+
+What it must not do: import streamlit, compute a protocol (vote totals come from
+`metrics.vote_breakdown`, i.e. the counting code), or draw anything that is not in the view
+or its report.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import plotly.graph_objects as go
+
+from . import metrics, registry
+from .protocols.decision import Protocol
+from .view import DebateView
+
+CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
+                   "#9d755d", "#bab0ac"]
+NO_ANSWER_COLOR = "#d9d9d9"
+CELL_FONT_PX = 13  # the timeline's cell text: legible on a projector
+TICK_FONT_PX = 12
+LINE_CHARS = 22  # a wrapped label's line
+LABEL_LINES = 2  # at most this many lines per label; the rest is in the hover
+HOVER_CHARS = 400
+ROUND_PATTERNS = ["", "/", "x", ".", "-", "|", "+", "\\"]  # vote bars of successive rounds
+
+
+# ----- text inside figures -----------------------------------------------------------------------
+def _short(text: Any, limit: int) -> str:
+    text = " ".join(str(text if text is not None else "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def plot_text(text: Any, limit: int = HOVER_CHARS) -> str:
+    """Model text as plotly shows it literally: whitespace folded, at most `limit` characters,
+    `<` `>` `&` escaped (shortened first, so no entity is cut)."""
+    return html.escape(_short(text, limit), quote=False)
+
+
+def wrap_label(text: Any, width: int = LINE_CHARS, lines: int = LABEL_LINES) -> str:
+    """A label in at most `lines` lines of at most `width` characters (words kept whole where
+    they fit; the last line ends with … when text was left out), each line escaped, joined
+    with plotly's <br>."""
+    out: list[str] = []
+    for word in str(text if text is not None else "").split():
+        if out and len(out[-1]) + 1 + len(word) <= width:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = _short(out[-1] + " …", width)
+    return "<br>".join(html.escape(_short(part, width), quote=False) for part in out)
+
+
+# ----- colours ---------------------------------------------------------------------------------
+def answer_colors(report: dict[str, Any], agents: list[str] | None = None) -> dict[str, str]:
+    """The debate's answer -> colour map: answers (as the metrics read them) in order of first
+    appearance, round by round and agent by agent in the configured order."""
+    colors: dict[str, str] = {}
+    order = list(agents or [])
+    for row in report.get("rounds") or []:
+        answers = row.get("answers") or {}
+        for agent in [a for a in order if a in answers] + [a for a in answers if a not in order]:
+            color_of(colors, answers[agent])
+    return colors
+
+
+def color_of(colors: dict[str, str], answer: str | None) -> str:
+    """The colour of `answer` in `colors`, giving a new answer the next free colour."""
+    if answer is None:
+        return NO_ANSWER_COLOR
+    if answer not in colors:
+        colors[answer] = CATEGORY_COLORS[len(colors) % len(CATEGORY_COLORS)]
+    return colors[answer]
+
+
+# ----- series and layout -------------------------------------------------------------------------
+def round_series(report: dict[str, Any], name: str) -> list[tuple[int, float | None]]:
+    return [(row["round"], row.get(name)) for row in report.get("rounds") or []]
+
+
+def layout(fig: go.Figure, title: str, ytitle: str, xtitle: str = "round", height: int = 300) -> go.Figure:
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), xaxis_title=xtitle,
+                      yaxis_title=ytitle, legend=dict(orientation="h", y=-0.25))
+    fig.update_xaxes(automargin=True, tickfont=dict(size=TICK_FONT_PX))
+    fig.update_yaxes(automargin=True, tickfont=dict(size=TICK_FONT_PX))
+    return fig
+
+
+def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, ytitle: str) -> go.Figure:
+    """One line per named series of (round, value)."""
+    fig = go.Figure()
+    for name, points in series.items():
+        fig.add_trace(go.Scatter(x=[r for r, _ in points], y=[v for _, v in points], mode="lines+markers",
+                                 name=plot_text(name, 60), connectgaps=False))
+    fig.update_xaxes(dtick=1)
+    fig.update_yaxes(rangemode="tozero")
+    return layout(fig, plot_text(title, 120), ytitle)
+
+
+def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, ytitle: str) -> go.Figure | None:
+    """A line per report column (`traces`: legend name -> per-round key); None before any round."""
+    if not report.get("rounds"):
+        return None
+    fig = line_figure({name: round_series(report, column) for name, column in traces.items()}, title, ytitle)
+    if any(v is not None and v < 0 for column in traces.values() for _, v in round_series(report, column)):
+        fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
+    return fig
+
+
+# ----- votes ---------------------------------------------------------------------------------------
+def _answer_in_round(report: dict[str, Any], agent: str, rnd: int) -> str | None:
+    """`agent`'s answer as the metrics read it, in round `rnd` or the latest round before it."""
+    found = None
+    for row in report.get("rounds") or []:
+        if row["round"] <= rnd and (row.get("answers") or {}).get(agent) is not None:
+            found = row["answers"][agent]
+    return found
+
+
+def vote_rounds(view: DebateView, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Per round with votes or decision attempts: {"round", "unit", "labels", "counts", "answers"}
+    ("answers": each bar's answer as the metrics read it, None where unknown; needs `report`)."""
+    protocol = view.config.get("protocol", "")
+    try:
+        traits = registry.get("protocol", protocol)
+    except Exception:  # noqa: BLE001 - a debate stored with a protocol this version lacks
+        traits = Protocol
+    report = report or {}
+    rounds = sorted({v.round for v in view.votes} | {a.round for a in view.attempts})
+    out = []
+    for rnd in rounds:
+        attempt = next((a for a in reversed(view.attempts) if a.round == rnd), None)
+        votes = view.votes_of_round(rnd)
+        solutions = attempt.solution_agents if attempt and attempt.solution_agents else view.agents
+        n = max(1, len(solutions))
+        names = [f"Solution {i + 1} ({solutions[i]})" if i < len(solutions) else f"Solution {i + 1}"
+                 for i in range(n)]
+        owners: list[str | None] = [solutions[i] if i < len(solutions) else None for i in range(n)]
+        if traits.casts_ballots and votes:
+            ballots = [v.ballot if v.valid else None for v in votes if v.protocol == protocol]
+            try:
+                breakdown = metrics.vote_breakdown(protocol, ballots, n)
+            except ValueError:
+                continue
+            item = {"round": rnd, "unit": breakdown["unit"], "labels": names, "counts": breakdown["counts"]}
+        elif votes:  # no agent ballots: a judge's picks
+            counts = [0.0] * n
+            for v in votes:
+                if v.valid and isinstance(v.ballot, int) and v.ballot < n:
+                    counts[v.ballot] += 1
+            item = {"round": rnd, "unit": "judge's pick", "labels": names, "counts": counts}
+        elif attempt and attempt.scores:
+            labels = (view.agents if traits.scores_per_agent else attempt.solution_agents) or names
+            labels = list(labels)[:len(attempt.scores)]
+            owners = [label if label in view.agents else None for label in labels]
+            item = {"round": rnd, "unit": traits.score_unit, "labels": labels, "counts": list(attempt.scores)}
+        else:
+            continue
+        texts = list(attempt.solutions) if attempt else []
+        item["answers"] = [
+            (_answer_in_round(report, owner, rnd) if owner else None)
+            or (_short(texts[i], 60) if i < len(texts) and texts[i] else None)
+            for i, owner in enumerate(owners[:len(item["labels"])])]
+        out.append(item)
+    return out
+
+
+def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, str] | None = None) -> go.Figure:
+    """Horizontal bars, one per solution (label: who and what it answered, wrapped), coloured by
+    the answer (`colors`: the debate's answer -> colour map); successive rounds are told apart
+    by the bars' pattern."""
+    colors = {} if colors is None else colors
+    fig = go.Figure()
+    for k, item in enumerate(rounds):
+        answers = item.get("answers") or [None] * len(item["labels"])
+        ticks = [wrap_label(label, lines=1) + ("<br>" + wrap_label(f"→ {answer}", lines=1) if answer else "")
+                 for label, answer in zip(item["labels"], answers)]
+        fig.add_trace(go.Bar(
+            y=ticks, x=item["counts"], orientation="h", name=f"round {item['round']}",
+            marker=dict(color=[color_of(colors, a) for a in answers],
+                        pattern=dict(shape=ROUND_PATTERNS[k % len(ROUND_PATTERNS)])),
+            customdata=[[plot_text(label), plot_text(answer if answer else "-")]
+                        for label, answer in zip(item["labels"], answers)],
+            hovertemplate="%{customdata[0]}<br>answer: %{customdata[1]}<br>%{x}<extra>%{fullData.name}</extra>"))
+    unit = rounds[-1]["unit"] if rounds else ""
+    bars = max((len(item["labels"]) for item in rounds), default=1) * max(1, len(rounds))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(autorange="reversed")
+    return layout(fig, plot_text(f"{protocol}: {unit}", 120), "", xtitle=plot_text(unit, 60),
+                  height=max(300, 120 + 34 * bars))
+
+
+# ----- answer timeline -----------------------------------------------------------------------------
+def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, str] | None = None) -> go.Figure | None:
+    """Rows = agents, columns = rounds, colour = the answer as the metrics read it (the debate's
+    answer type: "B" and "(B) Paris" are one colour), the cell's text = the answer (shortened
+    and wrapped, CELL_FONT_PX), the hover = the whole answer; changed answers are circled."""
+    rounds = report.get("rounds") or []
+    if not rounds:
+        return None
+    colors = answer_colors(report, view.agents) if colors is None else colors
+    round_names = [f"R{row['round']}" for row in rounds]
+    seen = list(dict.fromkeys(label for row in rounds for label in row["answers"]))
+    labels = [label for label in view.agents if label in seen] + [label for label in seen if label not in view.agents]
+    answers = {label: [row["answers"].get(label) for row in rounds] for label in labels}
+    categories = list(dict.fromkeys(a for label in labels for a in answers[label] if a is not None))
+    z = [[None if a is None else categories.index(a) for a in answers[label]] for label in labels]
+    text = [[wrap_label(a, width=14) if a is not None else "" for a in answers[label]] for label in labels]
+    full = [[plot_text(a) if a is not None else "(no answer)" for a in answers[label]] for label in labels]
+    n = max(1, len(categories))
+    scale = []
+    for i in range(n):
+        color = color_of(colors, categories[i]) if categories else NO_ANSWER_COLOR
+        scale += [[i / n, color], [(i + 1) / n, color]]
+    rows = [wrap_label(label, width=18) for label in labels]
+    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text,
+                               customdata=full, texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX),
+                               zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=3, ygap=3,
+                               hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>"))
+    changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
+               if f"R{c['round']}" in round_names and c["agent"] in labels]
+    if changes:
+        # A changed answer gets a black frame round its cell (a mark on the cell would cover its
+        # text); the invisible markers carry the hover that says what changed.
+        fig.add_trace(go.Scatter(
+            x=[f"R{c['round']}" for c in changes], y=[rows[labels.index(c["agent"])] for c in changes],
+            mode="markers", name="changed answer", marker=dict(size=24, opacity=0), showlegend=False,
+            customdata=[[plot_text(c.get("from"), 80), plot_text(c.get("to"), 80)] for c in changes],
+            hovertemplate="%{y} changed in %{x}: %{customdata[0]} → %{customdata[1]}<extra></extra>"))
+        for c in changes:
+            x, y = round_names.index(f"R{c['round']}"), labels.index(c["agent"])
+            fig.add_shape(type="rect", xref="x", yref="y", x0=x - 0.47, x1=x + 0.47, y0=y - 0.45, y1=y + 0.45,
+                          line=dict(color="black", width=3))
+    fig.update_yaxes(autorange="reversed")
+    title = "Answer timeline (black frame: the agent changed its answer)" if changes else "Answer timeline"
+    return layout(fig, title, "", xtitle="", height=max(300, 110 + 56 * len(labels)))
+
+
+def cell_color(trace: Any, row: int, col: int) -> str | None:
+    """The colour a timeline heatmap trace paints cell (row, col) with (None: empty cell)."""
+    value = trace["z"][row][col]
+    return None if value is None else trace["colorscale"][2 * int(value)][1]
+
+
+# ----- files ---------------------------------------------------------------------------------------
+def figure_html(fig: go.Figure, config: dict[str, Any] | None = None) -> str:
+    """A standalone HTML page of `fig` that works offline: plotly.js is embedded (no CDN), and the
+    model text inside the figure was escaped when the figure was built (`plot_text`)."""
+    return fig.to_html(full_html=True, include_plotlyjs=True, include_mathjax=False, config=config or {},
+                       validate=False)
+
+
+# ----- every chart of a debate ---------------------------------------------------------------------
+def debate_figures(view: DebateView, report: dict[str, Any],
+                   revealed: bool = True) -> dict[str, tuple[str, go.Figure | None]]:
+    """{chart key: (title, figure or None before there is anything to draw)}, in reading order.
+
+    What depends on the reference (accuracy, log-likelihood) is drawn only when the debate is
+    over and the reference `revealed` (a page reveals it on request; the handout shows all)."""
+    referenced = revealed and view.status != "running" and bool((view.config or {}).get("reference"))
+    colors = answer_colors(report, view.agents)
+    votes = vote_rounds(view, report)
+    entropy = {"entropy (bits)": "entropy"}
+    if referenced:
+        entropy["log-likelihood of the reference (log2)"] = "log_likelihood"
+    charts: dict[str, tuple[str, go.Figure | None]] = {
+        "plot_diversity": ("Answer similarity (SBERT)", report_figure(
+            report, {"final answers": "answer_similarity", "whole replies": "reply_similarity"},
+            "Answer similarity (SBERT cosine): final answers vs whole replies", "cosine similarity")),
+        "plot_entropy": ("Entropy of answers", report_figure(report, entropy, "Entropy of the agents' answers",
+                                                             "bits")),
+        "plot_agreement": ("Agreement", report_figure(
+            report, {"all agree": "agree_all", "majority agrees": "agree_majority", "disagreement": "disagreement"},
+            "Agreement and disagreement per round", "share")),
+    }
+    if referenced:
+        charts["plot_accuracy"] = ("Accuracy", report_figure(
+            report, {"strict": "accuracy_strict", "smooth (per part)": "accuracy_smooth"},
+            "Accuracy of the round's majority answer", "accuracy"))
+    charts["plot_votes"] = ("Votes", votes_figure(votes, view.config.get("protocol", ""), colors) if votes else None)
+    charts["plot_timeline"] = ("Answer timeline", timeline_figure(view, report, colors))
+    return charts

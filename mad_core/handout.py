@@ -1,0 +1,469 @@
+"""A debate as a class reads it: the decision and its agreement with the reference, and the
+handout (Markdown, and a printable HTML page).
+
+What it is for:
+  * `decision_texts(view)`: the decided answer (extracted) and the full text it came from;
+  * `reference_agreement(view)`: whether the decision agrees with the reference answer, judged
+    with the debate's answer type (mad_core/tasks/answer_types.py: "B" and "(B) Paris" are one
+    choice, "0.5" and "1/2" one number), never a plain string compare;
+  * `handout_markdown(store, debate_id)` and `handout_html(store, debate_id)`: the question, the
+    decision, the votes, the transcript round by round (moderator messages in place), the
+    annotations under their turns, and the charts as images.
+
+The HTML page is self-contained and printable (A4, a page break before each round) and holds no
+script at all: its Content-Security-Policy allows no script either, and the charts are static
+images (SVG drawn by plotly through kaleido with Debian's Chromium, embedded as data: URIs; an
+<img> never runs what an SVG holds). Every model or user text goes through `html.escape`; in
+the Markdown through `store.md_safe`, so no text can form HTML, a link or an image. Where no
+image can be drawn (no kaleido or no Chromium), the handout says so in one line and is complete
+otherwise.
+
+What it must not do: import streamlit, call a model, write to the store (beyond the metric
+report's cache), or raise on odd model text (every text is escaped, nothing is parsed as markup).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import html
+import re
+import threading
+from collections import Counter
+from typing import Any
+
+import plotly.graph_objects as go
+
+from . import figures
+from .answers import final_answer
+from .store import TAG_COLOURS, Store, describe_ballot, format_time, md_safe
+from .tasks.answer_types import KINDS, is_correct, read_answer
+from .view import DISCUSSION_KINDS, DebateView
+
+IMAGE_WIDTH_PX = 760  # a wide chart: an A4 page's text width
+HALF_WIDTH_PX = 480  # a line chart: half the page (drawn wider than it prints so its text stays legible)
+WIDE_CHARTS = ("Votes", "Answer timeline")  # charts given the page's whole width
+IMAGE_TIMEOUT_S = 90.0  # the whole set of images (Chromium starts once: about 3 s, then ~0.3 s a chart)
+_IMAGE_LOCK = threading.Lock()  # one Chromium at a time on a small machine
+_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+_STANCES = {True: "accepts", False: "challenges", None: "gives no clear stance on"}  # a ChallengeResult's `agrees`
+
+
+# ----- the decision --------------------------------------------------------------------------------
+def decision_texts(view: DebateView) -> tuple[str, str]:
+    """(the decided answer, short; the full text it was decided from).
+
+    The answer is the decision's extracted final answer (a convergence winner's whole draft
+    reads as its `Final answer:` line). The full text is the winning agent's last discussion
+    reply of the deciding round or before, the judge's reply when the judge stated the
+    answer, else the decision's own answer."""
+    decision = view.decision
+    if decision is None:
+        return "", ""
+    answer = str(decision.details.get("final_answer") or "") or final_answer(decision.answer) or decision.answer
+    full = ""
+    if decision.winner_agent == "judge":
+        full = str(decision.details.get("judgment") or "")
+    elif decision.winner_agent:
+        said = [t.text for t in view.turns if t.agent == decision.winner_agent and t.kind in DISCUSSION_KINDS
+                and t.status == "ok" and t.round <= decision.round]
+        full = said[-1] if said else ""
+    return answer.strip(), (full or decision.answer).strip()
+
+
+def answer_type(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(the debate's answer type, the keywords its reader needs: the options of a choice, the
+    names of a Knight-Knave-Spy puzzle)."""
+    kind = config.get("answer_type") if config.get("answer_type") in KINDS else "text"
+    options = config.get("answer_options") if isinstance(config.get("answer_options"), list) else None
+    if kind == "choice":
+        return kind, {"choices": options}
+    if kind == "kks":
+        return kind, {"names": options}
+    return kind, {}
+
+
+def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
+    """(True / False / None when it cannot be judged, a sentence saying so) for the decision
+    against the reference answer, read with the debate's answer type. Never raises."""
+    config = view.config or {}
+    reference = config.get("reference")
+    if view.decision is None or not isinstance(reference, str) or not reference.strip():
+        return None, "no decision to compare" if view.decision is None else "no reference answer"
+    kind, keywords = answer_type(config)
+    answer, _ = decision_texts(view)
+    if not read_answer(kind, reference, **keywords).valid:
+        return None, f"the reference cannot be read as a {kind} answer"
+    texts = [text for text in (view.decision.answer, answer) if text]
+    if not any(read_answer(kind, text, **keywords).valid for text in texts):
+        return None, f"the decision's answer cannot be read as a {kind} answer"
+    if any(is_correct(kind, text, reference, **keywords) for text in texts):
+        return True, f"the decision matches it (read as a {kind} answer)"
+    return False, f"the decision differs from it (read as a {kind} answer)"
+
+
+# ----- what the handout holds -------------------------------------------------------------------
+def _round_title(view: DebateView, rnd: int) -> str:
+    if rnd == 0:
+        return "Independent drafts" if any(t.kind == "draft" for t in view.turns if t.round == 0) else "Setup"
+    topic = view.round_topics().get(rnd)
+    return f"Round {rnd}: {topic}" if topic else f"Round {rnd}"
+
+
+def _notes(store: Store, debate_id: str) -> dict[str, list[dict[str, str]]]:
+    """turn id -> [{"tag", "note", "color"}]; the colour is the tag's in the shared codebook, kept
+    only when it is one of the codebook's colour names or a #rrggbb (it goes into a style)."""
+    colours = {row["name"]: str(row.get("colour") or "") for row in store.tags()}
+    notes: dict[str, list[dict[str, str]]] = {}
+    for row in store.annotations(debate_id):
+        tag = str(row.get("tag") or "")
+        color = colours.get(tag, "")
+        notes.setdefault(row["turn_id"], []).append({
+            "tag": tag, "note": str(row.get("note") or ""),
+            "color": color if color in TAG_COLOURS or _COLOR.match(color) else ""})
+    return notes
+
+
+def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: dict[str, Any]) -> list[dict]:
+    """Per round, in order: its title, its items (turns and moderator messages), its votes and tally."""
+    tallies = {item["round"]: item for item in figures.vote_rounds(view, report)}
+    rounds: list[dict[str, Any]] = []
+    by_number: dict[int, dict[str, Any]] = {}
+
+    def round_of(rnd: int) -> dict[str, Any]:
+        if rnd not in by_number:
+            by_number[rnd] = {"round": rnd, "title": _round_title(view, rnd), "items": []}
+            rounds.append(by_number[rnd])
+        return by_number[rnd]
+
+    current = None
+    for kind, item in view.timeline:
+        if kind == "steer":
+            if item.action != "message":
+                continue
+            to = ", ".join(item.targets) if item.targets else "all agents"
+            round_of(current if current is not None else 0)["items"].append(
+                {"type": "steer", "head": f"Moderator → {to}", "text": item.message or ""})
+            continue
+        turn = view.turn(item)
+        if turn is None:
+            continue
+        current = turn.round
+        round_of(turn.round)["items"].append({
+            "type": "turn", "agent": turn.agent, "kind": turn.kind, "model": turn.model, "status": turn.status,
+            "text": turn.text, "error": turn.error or "", "notes": notes.get(turn.id, []),
+            "answer": turn.answer if turn.answer and turn.kind in DISCUSSION_KINDS else ""})
+    for rnd in sorted({v.round for v in view.votes} | {a.round for a in view.attempts}):
+        entry = round_of(rnd)
+        entry["votes"] = [(v.agent, describe_ballot(v.ballot) if v.valid else f"invalid ({v.reason or 'unreadable'})")
+                          for v in view.votes_of_round(rnd)]
+        entry["tally"] = tallies.get(rnd)
+        entry["attempts"] = [f"{a.protocol}: {'decision reached' if a.reached else 'no decision'}: {a.reason}"
+                             for a in view.attempts if a.round == rnd]
+    rounds.sort(key=lambda r: r["round"])
+    return rounds
+
+
+def _content(store: Store, debate_id: str, embed: Any, image_format: str | None) -> dict[str, Any]:
+    record = store.get_debate(debate_id)
+    if record is None:
+        raise LookupError(f"no debate with id {debate_id!r}")
+    view = DebateView.from_store(store, debate_id)
+    report = store.metrics_report(debate_id, embed=embed)
+    notes = _notes(store, debate_id)
+    answer, full = decision_texts(view)
+    charts = [(title, fig) for title, fig in figures.debate_figures(view, report).values() if fig is not None]
+    widths = [IMAGE_WIDTH_PX if title in WIDE_CHARTS else HALF_WIDTH_PX for title, _ in charts]
+    images, problem = figure_images([fig for _, fig in charts], image_format, widths) if image_format else ([], None)
+    config = view.config or {}
+    return {
+        "question": record["question"], "task": config.get("task") or "", "id": debate_id,
+        "facts": [("Debate", f"{debate_id[:8]} · {record['status']} · {format_time(record.get('created_at'))}"),
+                  ("Protocol", record["protocol"]), ("Paradigm", record["paradigm"])],
+        "agents": [(a.get("label", ""), a.get("model", ""), view.personas.get(a.get("label", "")) or a.get("persona") or "")
+                   for a in config.get("agents", [])],
+        "decision": view.decision, "answer": answer, "full": full, "reference": config.get("reference") or "",
+        "agreement": reference_agreement(view), "rounds": _rounds(view, notes, report),
+        "challenges": view.challenges,
+        "images": [(title, data) for (title, _), data in zip(charts, images) if data],
+        "image_problem": problem,
+        "tags": Counter(n["tag"] for turn_notes in notes.values() for n in turn_notes),
+    }
+
+
+# ----- charts as images ----------------------------------------------------------------------------
+def figure_images(figs: list, image_format: str = "svg",
+                  widths: list[int] | None = None) -> tuple[list[bytes | None], str | None]:
+    """The figures drawn as `image_format` ("svg" or "png"), `widths` pixels wide (default
+    IMAGE_WIDTH_PX), by kaleido with the system's Chromium in one browser session; ([], the
+    reason) when that cannot be done. Never raises."""
+    if not figs:
+        return [], None
+    try:
+        from kaleido import Kaleido, PageGenerator
+    except ImportError:
+        return [], "the charts are left out: kaleido is not installed (pip install -r requirements.txt)"
+
+    async def draw() -> list[bytes | None]:
+        out: list[bytes | None] = []
+        # mathjax=False: no request for MathJax from a CDN (this machine is offline).
+        async with Kaleido(n=1, page_generator=PageGenerator(mathjax=False), timeout=IMAGE_TIMEOUT_S) as k:
+            for fig, width in zip(figs, widths or [IMAGE_WIDTH_PX] * len(figs)):
+                copy = go.Figure(fig)
+                copy.update_layout(template="plotly_white", title_font_size=15)
+                height = int(copy.layout.height or 320)
+                out.append(await k.calc_fig(copy, opts={"format": image_format, "width": width,
+                                                        "height": height}))
+        return out
+
+    result: dict[str, Any] = {}
+
+    def run() -> None:  # its own thread: asyncio.run needs a thread without a running event loop
+        try:
+            result["images"] = asyncio.run(draw())
+        except BaseException as exc:  # noqa: BLE001 - no Chromium, a crash: the handout goes on
+            result["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+
+    with _IMAGE_LOCK:
+        worker = threading.Thread(target=run, name="madlab-handout-images", daemon=True)
+        worker.start()
+        worker.join(IMAGE_TIMEOUT_S + 30)
+    if "images" in result:
+        return result["images"], None
+    reason = result.get("error") or f"no answer from Chromium within {IMAGE_TIMEOUT_S + 30:.0f} s"
+    return [], f"the charts are left out: they could not be drawn ({reason})"
+
+
+def _data_uri(data: bytes, image_format: str) -> str:
+    mime = "image/svg+xml" if image_format == "svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def handout_file(db_path: Any, debate_id: str, file_format: str, *, embed: Any = None) -> str:
+    """The "md" or "html" handout of a debate in the database at `db_path`, read through a Store
+    of the calling thread's own (the app builds a download in another thread, when clicked)."""
+    store = Store(db_path)
+    try:
+        build = handout_html if file_format == "html" else handout_markdown
+        return build(store, debate_id, embed=embed)
+    finally:
+        store.close()
+
+
+# ----- Markdown ------------------------------------------------------------------------------------
+def _md(text: Any) -> str:
+    return md_safe(str(text if text is not None else ""))
+
+
+def _md_line(text: Any) -> str:
+    return " ".join(_md(text).split())
+
+
+def handout_markdown(store: Store, debate_id: str, *, embed: Any = None, images: bool = True) -> str:
+    """The handout in Markdown (charts as PNG data: URIs when `images`); every text md_safe."""
+    c = _content(store, debate_id, embed, "png" if images else None)
+    lines = [f"# {_md_line(c['question'])}", ""]
+    if c["task"]:
+        lines += [_md(c["task"]), ""]
+    lines += [f"- **{label}:** {_md_line(value)}" for label, value in c["facts"]]
+    lines += [f"- **{_md_line(label)}:** {_md_line(model)}" + (f" — {_md_line(persona)}" if persona else "")
+              for label, model, persona in c["agents"]]
+    lines += ["", "## Decision", ""] + _md_decision(c)
+    votes = [r for r in c["rounds"] if r.get("votes") or r.get("tally")]
+    if votes:
+        lines += ["", "## Votes"]
+        for r in votes:
+            lines += ["", f"**{_md_line(r['title'])}**", ""] + _md_votes(r)
+    lines += ["", "## Transcript"]
+    for r in c["rounds"]:
+        lines += ["", f"### {_md_line(r['title'])}"]
+        for item in r["items"]:
+            lines += [""] + _md_item(item)
+    lines += ["", "## Charts", ""] + _md_images(c)
+    if c["tags"]:
+        lines += ["", "## Annotation tags", ""]
+        lines += [f"- **{_md_line(tag)}**: {count}" for tag, count in sorted(c["tags"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def _md_decision(c: dict[str, Any]) -> list[str]:
+    decision = c["decision"]
+    if decision is None:
+        return ["No decision was reached."]
+    lines = [f"**Answer:** {_md_line(c['answer']) or '(empty)'}", ""]
+    facts = [f"protocol {_md_line(decision.protocol)}", f"round {decision.round}"]
+    if decision.winner_agent:
+        facts.append(f"winner {_md_line(decision.winner_agent)}")
+    if decision.forced:
+        facts.append("forced by a person")
+    lines.append(" · ".join(facts))
+    if decision.fallback:
+        lines += ["", f"Fallback rule: {_md_line(decision.fallback)}"]
+    if c["reference"]:
+        lines += ["", f"**Reference answer:** {_md_line(c['reference'])} — {_md_line(c['agreement'][1])}"]
+    lines += [f"- {_md_line(ch.agent)} {_STANCES[ch.agrees]} the answer"
+              + (f" and proposes {_md_line(ch.new_answer)}" if ch.new_answer else "") for ch in c["challenges"]]
+    return lines
+
+
+def _md_votes(r: dict[str, Any]) -> list[str]:
+    lines = [f"- {_md_line(agent)}: {_md_line(ballot)}" for agent, ballot in r.get("votes") or []]
+    tally = r.get("tally")
+    if tally:
+        lines.append(f"- **{_md_line(tally['unit'])}:** " + "; ".join(
+            f"{_md_line(label)}{' → ' + _md_line(answer) if answer else ''}: {count:g}"
+            for label, answer, count in zip(tally["labels"], tally["answers"], tally["counts"])))
+    lines += [f"- {_md_line(a)}" for a in r.get("attempts") or []]
+    return lines
+
+
+def _md_item(item: dict[str, Any]) -> list[str]:
+    if item["type"] == "steer":
+        return [f"**{_md_line(item['head'])}**", "", _md(item["text"])]
+    head = f"**{_md_line(item['agent'])}** · {_md_line(item['kind'])} · {_md_line(item['model'])}"
+    lines = [head + (f" · {_md_line(item['status'])}" if item["status"] != "ok" else ""), ""]
+    lines.append(_md(item["text"]).replace("\n", "  \n") or "(no text)")  # the reply's line breaks kept
+    if item["error"]:
+        lines += ["", f"*{_md_line(item['error'])}*"]
+    if item["answer"]:
+        lines += ["", f"**Answer:** {_md_line(item['answer'])}"]
+    lines += [f"\n> 🏷️ **{_md_line(n['tag'])}**" + (f": {_md_line(n['note'])}" if n["note"] else "") for n in item["notes"]]
+    return lines
+
+
+def _md_images(c: dict[str, Any]) -> list[str]:
+    if c["image_problem"]:
+        return [_md_line(c["image_problem"])]
+    if not c["images"]:
+        return ["(no charts: the debate has no complete round)"]
+    return [f"![{_md_line(title)}]({_data_uri(data, 'png')})\n" for title, data in c["images"]]
+
+
+# ----- HTML ----------------------------------------------------------------------------------------
+_CSS = """
+:root { font-family: Georgia, 'DejaVu Serif', serif; color: #111; }
+body { max-width: 190mm; margin: 0 auto; padding: 8mm; line-height: 1.4; }
+h1 { font-size: 22pt; margin: 0 0 4mm; } h2 { font-size: 16pt; border-bottom: 1px solid #999; }
+h3 { font-size: 12pt; margin: 0 0 1mm; } .facts { color: #444; font-size: 10pt; }
+.answer { font-size: 18pt; font-weight: bold; } .verdict { font-size: 12pt; }
+.turn, .steer { border-left: 4px solid #4c78a8; padding: 1mm 3mm; margin: 3mm 0; }
+.steer { border-color: #e45756; background: #fff4f4; }
+.text { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 10.5pt; }
+.persona, .meta { color: #555; font-size: 9.5pt; } .note { font-size: 10pt; margin: 1mm 0; }
+.tag { border: 1px solid #888; border-radius: 3px; padding: 0 2mm; font-weight: bold; }
+table { border-collapse: collapse; font-size: 10pt; } td, th { border: 1px solid #bbb; padding: 1mm 2mm; }
+.grid { display: grid; grid-template-columns: 1fr 1fr; gap: 3mm; } .grid .wide { grid-column: 1 / -1; }
+figure { margin: 0; } figure img { width: 100%; height: auto; } figcaption { font-size: 9pt; color: #555; }
+.yes { color: #1a7f37; font-weight: bold; } .no { color: #c62828; font-weight: bold; } .unsure { color: #8a6d00; }
+@page { size: A4; margin: 14mm 12mm; }
+@media print {
+  body { padding: 0; max-width: none; }
+  section.round { break-before: page; }
+  .turn, .steer, figure, table { break-inside: avoid; }
+  h2, h3 { break-after: avoid; }
+}
+"""
+# No script may run in the page, whatever it holds: images only from data: URIs, our own CSS only.
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text if text is not None else ""), quote=True)
+
+
+def handout_html(store: Store, debate_id: str, *, embed: Any = None, images: bool = True) -> str:
+    """The handout as one printable, self-contained HTML page without scripts (charts as SVG
+    data: URIs when `images`); every model or user text html.escape'd."""
+    c = _content(store, debate_id, embed, "svg" if images else None)
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+             f"<title>{_e(c['question'])}</title><style>{_CSS}</style></head><body>",
+             f"<header><h1>{_e(c['question'])}</h1>"]
+    if c["task"]:
+        parts.append(f'<p class="text">{_e(c["task"])}</p>')
+    parts.append('<p class="facts">' + " · ".join(f"<b>{label}:</b> {_e(value)}" for label, value in c["facts"])
+                 + "</p>")
+    personas = any(persona for _, _, persona in c["agents"])
+    parts.append("<table><tr><th>agent</th><th>model</th>" + ("<th>persona</th>" if personas else "") + "</tr>"
+                 + "".join(f"<tr><td>{_e(label)}</td><td>{_e(model)}</td>"
+                           + (f"<td>{_e(persona)}</td>" if personas else "") + "</tr>"
+                           for label, model, persona in c["agents"]) + "</table></header>")
+    parts += ['<section class="decision"><h2>Decision</h2>'] + _html_decision(c) + ["</section>"]
+    votes = [r for r in c["rounds"] if r.get("votes") or r.get("tally")]
+    if votes:
+        parts.append('<section class="votes"><h2>Votes</h2>')
+        for r in votes:
+            parts += [f"<h3>{_e(r['title'])}</h3>"] + _html_votes(r)
+        parts.append("</section>")
+    parts.append('<section class="charts"><h2>Charts</h2>')
+    if c["image_problem"]:
+        parts.append(f"<p>{_e(c['image_problem'])}</p>")
+    elif not c["images"]:
+        parts.append("<p>(no charts: the debate has no complete round)</p>")
+    parts.append('<div class="grid">')
+    for title, data in c["images"]:
+        wide = ' class="wide"' if title in WIDE_CHARTS else ""
+        parts.append(f'<figure{wide}><img src="{_data_uri(data, "svg")}" alt="{_e(title)}">'
+                     f"<figcaption>{_e(title)}</figcaption></figure>")
+    parts.append("</div></section>")
+    for r in c["rounds"]:
+        parts.append(f'<section class="round"><h2>{_e(r["title"])}</h2>')
+        parts += [_html_item(item) for item in r["items"]]
+        parts.append("</section>")
+    if c["tags"]:
+        parts.append('<section class="tags"><h2>Annotation tags</h2><ul>' + "".join(
+            f"<li><b>{_e(tag)}</b>: {count}</li>" for tag, count in sorted(c["tags"].items())) + "</ul></section>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _html_decision(c: dict[str, Any]) -> list[str]:
+    decision = c["decision"]
+    if decision is None:
+        return ["<p>No decision was reached.</p>"]
+    facts = [f"protocol {_e(decision.protocol)}", f"round {decision.round}"]
+    if decision.winner_agent:
+        facts.append(f"winner {_e(decision.winner_agent)}")
+    if decision.forced:
+        facts.append("forced by a person")
+    out = [f'<p class="answer">{_e(c["answer"]) or "(empty)"}</p>', f'<p class="meta">{" · ".join(facts)}</p>']
+    if decision.fallback:
+        out.append(f"<p>Fallback rule: {_e(decision.fallback)}</p>")
+    if c["reference"]:
+        verdict, sentence = c["agreement"]
+        mark = {True: "yes", False: "no", None: "unsure"}[verdict]
+        out.append(f'<p class="verdict"><b>Reference answer:</b> {_e(c["reference"])} — '
+                   f'<span class="{mark}">{_e(sentence)}</span></p>')
+    for ch in c["challenges"]:
+        extra = f" and proposes {_e(ch.new_answer)}" if ch.new_answer else ""
+        out.append(f'<p class="meta">{_e(ch.agent)} {_STANCES[ch.agrees]} the answer{extra}</p>')
+    return out
+
+
+def _html_votes(r: dict[str, Any]) -> list[str]:
+    out = ["<ul>" + "".join(f"<li>{_e(agent)}: {_e(ballot)}</li>" for agent, ballot in r.get("votes") or []) + "</ul>"]
+    tally = r.get("tally")
+    if tally:
+        out.append(f"<table><tr><th>solution</th><th>answer</th><th>{_e(tally['unit'])}</th></tr>" + "".join(
+            f"<tr><td>{_e(label)}</td><td>{_e(answer or '-')}</td><td>{count:g}</td></tr>"
+            for label, answer, count in zip(tally["labels"], tally["answers"], tally["counts"])) + "</table>")
+    out += [f'<p class="meta">{_e(a)}</p>' for a in r.get("attempts") or []]
+    return out
+
+
+def _html_item(item: dict[str, Any]) -> str:
+    if item["type"] == "steer":
+        return f'<div class="steer"><h3>{_e(item["head"])}</h3><div class="text">{_e(item["text"])}</div></div>'
+    status = f" · {_e(item['status'])}" if item["status"] != "ok" else ""
+    out = [f'<article class="turn"><h3>{_e(item["agent"])} <span class="meta">· {_e(item["kind"])} · '
+           f'{_e(item["model"])}{status}</span></h3>']
+    out.append(f'<div class="text">{_e(item["text"]) or "(no text)"}</div>')
+    if item["error"]:
+        out.append(f'<p class="meta">{_e(item["error"])}</p>')
+    if item["answer"]:
+        out.append(f"<p><b>Answer:</b> {_e(item['answer'])}</p>")
+    for n in item["notes"]:
+        style = f' style="border: 2px solid {n["color"]}"' if n["color"] else ""
+        note = f" {_e(n['note'])}" if n["note"] else ""
+        out.append(f'<p class="note">Annotation: <span class="tag"{style}>{_e(n["tag"])}</span>{note}</p>')
+    out.append("</article>")
+    return "".join(out)

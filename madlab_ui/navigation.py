@@ -1,0 +1,50 @@
+"""The app's pages with their names in the sidebar (Debate, Transcripts, Compare, Models, ...: PAGES).
+
+Without `st.navigation` Streamlit names the entry page after its file ("app"). Here `app.py` is both
+the router and the Debate page: Streamlit runs the entry file on every rerun, `route()` builds the
+navigation and runs the chosen page; when that page is the Debate page it is `app.py` itself, run
+again by `Page.run`, and inside that run `route()` steps aside (returns False) so the page body is
+drawn. Keeping the Debate page in `app.py` keeps `st.switch_page("app.py")` (common.DEBATE_PAGE) and
+AppTest's `switch_page(APP)` working, and its URL at "/". The other pages keep their URLs
+("/Transcripts", ...).
+
+What it must not do: draw anything itself, or run a page other than the one st.navigation chose.
+"""
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+
+from .common import ROOT
+
+# (file relative to app.py, title, icon, url path); the first one is the default page, served at "/".
+# Material icons: Streamlit ships their font, so they show where no emoji font is installed.
+PAGES = [
+    ("app.py", "Debate", ":material/forum:", None),
+    ("pages/1_Transcripts.py", "Transcripts", ":material/article:", "Transcripts"),
+    ("pages/2_Compare.py", "Compare", ":material/compare:", "Compare"),
+    ("pages/3_Models.py", "Models", ":material/smart_toy:", "Models"),
+    ("pages/4_Experiments.py", "Experiments", ":material/science:", "Experiments"),
+    ("pages/5_Presenter.py", "Presenter", ":material/co_present:", "Presenter"),
+    ("pages/6_Poll.py", "Poll", ":material/how_to_vote:", "Poll"),
+]
+
+_inside = threading.local()  # set while the chosen page runs (each session's script runs in its own thread)
+
+
+def route() -> bool:
+    """In the entry file's own run: run the chosen page and return True. Inside the Debate page's
+    run (app.py executed as the page): return False, so the caller draws the page."""
+    if getattr(_inside, "page", False):
+        return False
+    pages = [st.Page(str(ROOT / path), title=title, icon=icon, default=url is None,
+                     **({"url_path": url} if url else {}))
+             for path, title, icon, url in PAGES]
+    chosen = st.navigation(pages)
+    _inside.page = True
+    try:
+        chosen.run()
+    finally:
+        _inside.page = False
+    return True

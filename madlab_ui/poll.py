@@ -1,0 +1,225 @@
+"""The prediction poll's UI: the teacher's controls, the poll on the presenter's stage, and the page
+students open on their own devices (`/Poll?poll=<id>`).
+
+- Teacher (presenter sidebar): `poll_question`, `poll_options` (one answer per line; `poll_fill`
+  puts the agents' current answers there), `poll_open` (only before the decision is shown),
+  `poll_close`, `poll_reveal` (only once the decision is shown, so the results never spoil it),
+  and a prediction recorded on a student's behalf (`poll_proxy_voter`, `poll_proxy_option`,
+  `poll_proxy_send`).
+- Stage (`poll_stage`): the question, the plain link to vote (`poll_link`), how many predictions
+  are in (`poll_count`) and, only after the reveal, the counts and who predicted right
+  (`poll_results`). It refreshes itself every POLL_REFRESH_S (students vote from elsewhere).
+- Student page: `poll_id_input` when the URL has no poll, `poll_debate_question`, `poll_voter` (name; empty = this
+  device's token), `poll_choice`, `poll_predict`, `poll_mine` (your prediction), `poll_results`.
+
+Counts are never drawn before the reveal: `mad_core.polls.results` does not even return them.
+What it must not do: write the store except through `mad_core.polls`, or render user or model
+text as HTML (options, names and questions are markdown-escaped or plain text).
+"""
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+import streamlit as st
+
+from mad_core import polls
+from mad_core.polls import PollError
+from mad_core.view import DebateView
+
+from .common import md_escape, open_store, owner_id
+
+POLL_REFRESH_S = 2.0
+POLL_PAGE = "Poll"  # the students' page's URL path (madlab_ui/navigation.py)
+NOTICE = "poll_notice"  # session key: (kind, message) shown once after a poll action
+
+
+def current_poll(store, debate_id: str) -> dict | None:
+    """The debate's newest poll."""
+    found = polls.polls_of(store, debate_id)
+    return found[0] if found else None
+
+
+def poll_url(poll_id: str) -> str:
+    """The plain link students type: this server, the Poll page, the poll id (no session token)."""
+    try:
+        here = urlsplit(st.context.url or "")
+    except Exception:  # noqa: BLE001 - no browser context (tests): a relative link still works
+        here = None
+    if not here or not here.netloc:
+        return f"/{POLL_PAGE}?poll={poll_id}"
+    base = here.path.rsplit("/", 1)[0] if here.path.count("/") > 1 else ""
+    return urlunsplit((here.scheme, here.netloc, f"{base}/{POLL_PAGE}", f"poll={poll_id}", ""))
+
+
+def _notice() -> None:
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        (st.error if notice[0] == "error" else st.success)(notice[1])
+
+
+def _act(action, *args, done: str = "") -> None:
+    """Run a poll action from a callback; refusals become a notice naming the field."""
+    try:
+        action(open_store(), *args)
+    except PollError as exc:
+        st.session_state[NOTICE] = ("error", str(exc))
+    else:
+        if done:
+            st.session_state[NOTICE] = ("ok", done)
+
+
+# ----- teacher ----------------------------------------------------------------------------------
+def current_answers(view: DebateView) -> list[str]:
+    """The agents' latest answers (their last round with answers) as poll options."""
+    rounds = view.answers_by_round()
+    return polls.agent_options(rounds[-1][1]) if rounds else []
+
+
+def _fill(view: DebateView) -> None:
+    st.session_state["poll_options"] = "\n".join(current_answers(view))
+
+
+def _open(debate_id: str) -> None:
+    lines = (st.session_state.get("poll_options") or "").splitlines()
+    _act(polls.open_poll, debate_id, lines, st.session_state.get("poll_question") or "", done="Poll opened.")
+
+
+def _proxy(poll_id: str) -> None:
+    _act(polls.predict, poll_id, st.session_state.get("poll_proxy_voter") or "",
+         st.session_state.get("poll_proxy_option"), done="Prediction recorded.")
+    if st.session_state.get(NOTICE, ("",))[0] == "ok":
+        st.session_state["poll_proxy_voter"] = ""
+
+
+def render_teacher(debate_id: str, view: DebateView) -> None:
+    """The teacher's poll controls (for the presenter's sidebar)."""
+    store = open_store()
+    poll = current_poll(store, debate_id)
+    decided = view.decision is not None
+    st.subheader("Prediction poll")
+    _notice()
+    if poll is not None and poll["status"] != "revealed":
+        st.caption(f"Poll `{poll['id']}` is **{poll['status']}**.")
+        st.selectbox("Record for a student", poll["options"], key="poll_proxy_option")
+        st.text_input("Student's name", key="poll_proxy_voter", placeholder="name")
+        st.button("Record prediction", key="poll_proxy_send", on_click=_proxy, args=(poll["id"],),
+                  disabled=poll["status"] != "open", width="stretch")
+        left, right = st.columns(2)
+        left.button("Close", key="poll_close", on_click=_act, args=(polls.close, poll["id"]),
+                    kwargs={"done": "Predictions closed."}, disabled=poll["status"] != "open", width="stretch")
+        right.button("Reveal", key="poll_reveal", on_click=_act, args=(polls.reveal, poll["id"]),
+                     disabled=not decided, width="stretch",
+                     help="Show the counts and who predicted right (once the decision is shown).")
+        if not decided:
+            st.caption("Reveal becomes possible once the decision is shown.")
+        return
+    if decided:
+        st.caption("The decision is shown: a new poll would come too late.")
+        return
+    st.session_state.setdefault("poll_options", "\n".join(current_answers(view)))
+    st.text_input("Question", value=polls.DEFAULT_QUESTION, key="poll_question")
+    st.text_area("Answers to choose from (one per line)", key="poll_options", height=120)
+    st.button("Use the agents' current answers", key="poll_fill", on_click=_fill, args=(view,), width="stretch")
+    st.button("Open poll", key="poll_open", type="primary", on_click=_open, args=(debate_id,), width="stretch")
+
+
+# ----- results (stage and student page) ---------------------------------------------------------
+def render_results(result: dict) -> None:
+    """Counts per option with the decision marked, and who predicted right (revealed polls only)."""
+    if result["counts"] is None:
+        return
+    decision = result["decision"]
+    with st.container(key="poll_results", border=True):
+        if decision is None:
+            st.markdown("**No decision** was reached: nobody predicted right.")
+        rows = [{"answer": option, "predictions": n,
+                 "decision": "✅ the decision" if polls.matches(option, decision) else ""}
+                for option, n in result["counts"].items()]
+        st.table(rows)
+        right = result["right"] or []
+        st.markdown(f"**Predicted right ({len(right)} of {result['total']}):** "
+                    + (", ".join(md_escape(v) for v in right) if right else "nobody"))
+
+
+def render_stage(debate_id: str) -> None:
+    """The poll on the stage, refreshed every POLL_REFRESH_S: question, link, count, results."""
+
+    @st.fragment(run_every=POLL_REFRESH_S)
+    def stage() -> None:
+        store = open_store()
+        poll = current_poll(store, debate_id)
+        if poll is None:
+            return
+        result = polls.results(store, poll["id"])
+        with st.container(key="poll_stage", border=True):
+            st.markdown(f"### 🗳️ {md_escape(poll['question'])}")
+            if poll["status"] == "open":
+                st.markdown("Predict on your own device:")
+                with st.container(key="poll_link"):
+                    st.code(poll_url(poll["id"]), language=None)
+            with st.container(key="poll_count"):
+                word = {"open": "open", "closed": "closed: waiting for the reveal", "revealed": "revealed"}
+                st.markdown(f"**{result['total']}** prediction{'s' if result['total'] != 1 else ''} · "
+                            f"{word[poll['status']]}")
+            render_results(result)
+
+    stage()
+
+
+# ----- the students' page -----------------------------------------------------------------------
+def _predict(poll_id: str) -> None:
+    voter = (st.session_state.get("poll_voter") or "").strip() or guest_name()
+    _act(polls.predict, poll_id, voter, st.session_state.get("poll_choice"),
+         done="Prediction recorded: you may change it until the poll closes.")
+    st.session_state["poll_me"] = voter
+
+
+def guest_name() -> str:
+    """A voter name for a student who gives none: this device's session token."""
+    return f"guest-{owner_id()[:6]}"
+
+
+def render_student_page() -> None:
+    """The page students open: the poll's question and answers, their prediction, the reveal."""
+    poll_id = st.query_params.get("poll") or ""
+    if not poll_id:
+        poll_id = st.text_input("Poll code", key="poll_id_input", placeholder="the code your teacher shows")
+    if not poll_id:
+        return
+    store = open_store()
+    poll = polls.get_poll(store, poll_id)
+    if poll is None:
+        st.error(f"poll: there is no poll {md_escape(poll_id)} here. Check the link or the code.")
+        return
+
+    @st.fragment(run_every=POLL_REFRESH_S)
+    def watch_status() -> None:  # reload the page when the teacher closes or reveals the poll
+        now = polls.get_poll(open_store(), poll["id"])
+        if now is not None and now["status"] != poll["status"]:
+            st.rerun(scope="app")
+
+    record = store.get_debate(poll["debate_id"]) or {}
+    with st.container(key="poll_debate_question"):
+        st.markdown(f"**The debate's question:** {md_escape(record.get('question', ''))}")
+    st.header(md_escape(poll["question"]))
+    _notice()
+    me = st.session_state.get("poll_me")
+    mine = polls.results(store, poll["id"])
+    if poll["status"] == "open":
+        st.radio("Which answer will win?", poll["options"], key="poll_choice", index=None)
+        st.text_input("Your name (optional)", key="poll_voter", placeholder="leave empty to stay anonymous")
+        st.button("Send my prediction", key="poll_predict", type="primary", on_click=_predict, args=(poll["id"],),
+                  disabled=not st.session_state.get("poll_choice"))
+    elif poll["status"] == "closed":
+        st.info("Predictions are closed. Wait for the reveal.")
+    if me:
+        option = polls.prediction_of(store, poll["id"], me)
+        if option is not None:
+            with st.container(key="poll_mine"):
+                st.markdown(f"Your prediction ({md_escape(me)}): **{md_escape(option)}**")
+    if poll["status"] == "revealed":
+        render_results(mine)
+        if me and mine["predictions"] is not None:
+            right = me in (mine["right"] or [])
+            st.markdown("🎉 You predicted right!" if right else "Not this time.")
+    watch_status()

@@ -1,0 +1,132 @@
+"""The presenter page (agents side by side, the speaker highlighted, controls in the sidebar; live or
+in replay) and the prediction poll (teacher controls, the stage, the students' page), as page logic.
+
+AppTest never fires `run_every` fragments: every change below comes from a click or a run."""
+from __future__ import annotations
+
+from app_helpers import APP, Feed, app, keys, run_debate, texts
+from streamlit.testing.v1 import AppTest
+
+from mad_core import polls
+from mad_core.events import DebateStarted, PersonasAssigned, RoundStarted, TokenReceived, TurnStarted
+from mad_core.store import Store
+from madlab_ui.replay import DECISION
+
+PRESENTER = "pages/5_Presenter.py"
+POLL = "pages/6_Poll.py"
+
+
+def presenter(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.switch_page(PRESENTER).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def student(poll_id: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.query_params["poll"] = poll_id
+    at.switch_page(POLL).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_replay_shows_agents_side_by_side_with_the_last_speaker_highlighted_and_no_form():
+    debate_id = run_debate()
+    at = presenter(replay=debate_id)
+    present = keys(at)
+    assert {"presenter_agent_0", "presenter_agent_1", "presenter_agent_2"} <= present
+    assert "What is the capital of France?" in texts(at.get_by_key("presenter_question"))
+    # Must not happen: the Debate page's form on the projector, or a speaker / the decision before any step.
+    assert not {"question", "start", "n_agents"} & present
+    assert "presenter_speaking" not in present and "decision_card" not in present
+    assert at.session_state["replay"]["playing"] is False  # the presenter starts paused, at the start
+    at.button(key="presenter_next").click().run()
+    assert "zebrafinch" in texts(at.get_by_key("presenter_agent_0"))
+    assert "Agent 1" in texts(at.get_by_key("presenter_speaking"))
+    at.button(key="presenter_next").click().run()
+    assert "Agent 2" in texts(at.get_by_key("presenter_speaking"))
+    assert "quokka" in texts(at.get_by_key("presenter_agent_1")) and "zebrafinch" in texts(
+        at.get_by_key("presenter_agent_0"))
+    at.selectbox(key="presenter_round").set_value(DECISION).run()
+    assert texts(at.get_by_key("decision_answer")) == "#### Paris"
+
+
+def test_live_debate_highlights_the_streaming_agent_and_k_pauses_it():
+    feed = Feed("f" * 32)
+    config = {"question": "Live on the projector?", "agents": [{"label": f"Agent {i}", "model": "scripted/x"}
+                                                               for i in (1, 2, 3)]}
+    feed.send(DebateStarted("f" * 32, config), PersonasAssigned({"Agent 2": "A sceptical chemist."}),
+              RoundStarted(1, ["Agent 2", "Agent 1", "Agent 3"]),
+              TurnStarted("t1", 1, "Agent 2", "discussion", "scripted/x", []), TokenReceived("t1", "Agent 2", "Half a th"))
+    try:
+        at = app()
+        at.session_state["debate_id"] = "f" * 32
+        at.switch_page(PRESENTER).run()
+        assert not at.exception, at.exception
+        assert at.radio(key="presenter_source").value == "live"
+        speaking = texts(at.get_by_key("presenter_speaking"))
+        assert "Agent 2" in speaking and "Half a th" in speaking and "sceptical chemist" in speaking
+        assert "has not spoken yet" in texts(at.get_by_key("presenter_agent_0"))
+        pause = at.button(key="presenter_pause")
+        assert pause.proto.shortcut and pause.label == "Pause"
+        pause.click().run()
+        assert feed.debate.controller.paused and at.button(key="presenter_pause").label == "Resume"
+        at.button(key="presenter_pause").click().run()
+        assert not feed.debate.controller.paused
+    finally:
+        feed.close()
+
+
+def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_revealed():
+    debate_id = run_debate()
+    at = presenter(replay=debate_id)
+    assert at.text_area(key="poll_options").value == ""  # nobody has answered yet at the start
+    at.selectbox(key="presenter_round").set_value(1).run()
+    for _ in range(2):
+        at.button(key="presenter_next").click().run()
+    at.button(key="poll_fill").click().run()
+    assert at.text_area(key="poll_options").value == "Paris"  # the agents agree so far
+    at.text_area(key="poll_options").set_value("Paris\nLyon").run()
+    at.button(key="poll_open").click().run()
+    poll = polls.polls_of(Store(), debate_id)[0]
+    assert poll["options"] == ["Paris", "Lyon"] and poll["status"] == "open"
+    assert f"/Poll?poll={poll['id']}" in texts(at.get_by_key("poll_link"))
+
+    at.selectbox(key="poll_proxy_option").set_value("Lyon")
+    at.text_input(key="poll_proxy_voter").set_value("Ada").run()
+    at.button(key="poll_proxy_send").click().run()
+    phone = student(poll["id"])
+    assert [h.value for h in phone.header] == ["Which answer will the debate decide on?"]
+    assert "What is the capital of France?" in texts(phone.get_by_key("poll_debate_question"))
+    phone.radio(key="poll_choice").set_value("Paris")
+    phone.text_input(key="poll_voter").set_value("Bo").run()
+    phone.button(key="poll_predict").click().run()
+    assert "Paris" in texts(phone.get_by_key("poll_mine"))
+    at.run()
+    assert texts(at.get_by_key("poll_count")).startswith("**2** predictions")
+    # Must not happen: counts before the reveal, or a reveal before the decision is shown.
+    assert "poll_results" not in keys(at) and "poll_results" not in keys(phone)
+    assert at.button(key="poll_reveal").disabled
+    at.button(key="poll_close").click().run()
+    phone.run()
+    assert "Predictions are closed" in texts(phone.main) and "poll_predict" not in keys(phone)
+
+    at.selectbox(key="presenter_round").set_value(DECISION).run()
+    at.button(key="poll_reveal").click().run()
+    results = at.get_by_key("poll_results")
+    assert [dict(r) for r in results.table[0].value.to_dict("records")] == [
+        {"answer": "Paris", "predictions": 1, "decision": "✅ the decision"},
+        {"answer": "Lyon", "predictions": 1, "decision": ""}]
+    assert "Predicted right (1 of 2):** Bo" in texts(results)
+    phone.run()
+    assert "You predicted right" in texts(phone.main) and "poll_results" in keys(phone)
+
+
+def test_student_page_without_a_poll_asks_for_the_code_and_names_an_unknown_one():
+    at = app(POLL)
+    assert "poll_id_input" in keys(at)
+    at.text_input(key="poll_id_input").set_value("nope").run()
+    assert "there is no poll nope" in texts(at.main)

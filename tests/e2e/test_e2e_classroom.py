@@ -1,0 +1,169 @@
+"""The classroom in a browser: the presenter view, a prediction poll voted from two devices, and a
+replay that stays where it was paused.
+
+1. Presenter, live: the agents side by side, the streaming agent highlighted, no form; K pauses.
+2. Poll: the teacher opens it on a replayed debate, two students predict from their own browser
+   contexts, the counts stay hidden until the reveal (which needs the decision on screen), then
+   both the stage and the students' pages show them.
+3. Replay: paused with the keyboard on step k, the page reruns for another reason (a prompt is
+   opened) and step k + 1 has still not appeared.
+Stored debates for 2 and 3 are run in this process on a scripted model, into the server's database.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from e2e_helpers import (LIVE_TIMEOUT, click, configure_debate, expect, expect_no_exception, open_app, open_debate_page,
+                         start, unique, wait_for_idle)
+from e2e_helpers import key as by_key
+
+from mad_core.config import DebateConfig
+from mad_core.engine import DebateEngine
+from mad_core.store import Store
+
+pytestmark = pytest.mark.e2e
+WORDS = {"Agent 1": "pelican", "Agent 2": "walrus", "Agent 3": "ibex"}
+
+
+def agent_reply(messages, info) -> str:
+    """Discussion turns name a distinctive word and answer Paris (Agent 3: Lyon); ballots pick 1."""
+    meta = info["metadata"]
+    kind, agent = meta.get("kind", "discussion"), meta.get("agent", "Agent 1")
+    if kind == "vote":
+        return "1"
+    answer = "Lyon" if agent == "Agent 3" else "Paris"
+    if kind == "extraction":
+        return answer
+    return f"{agent} speaks of the {WORDS.get(agent, 'okapi')}.\nFinal answer: {answer}"
+
+
+def stored_debate(server, script, question: str) -> str:
+    model, _ = script(agent_reply)
+    config = DebateConfig.from_dict({"question": question, "rounds": 1, "max_rounds": 1, "protocol": "simple_voting",
+                                     "agents": [{"label": label, "model": model} for label in WORDS]})
+    with Store(server.db_path) as store:
+        engine = DebateEngine(config, store=store)
+        list(engine.run())
+    return engine.debate_id
+
+
+def press_next(page) -> None:
+    """The Right arrow key, once the Next button (which carries the shortcut) is drawn: a key
+    pressed while the frontend redraws that row can find no button to trigger."""
+    wait_for_idle(page)
+    expect(by_key(page, "presenter_next").locator("button").first).to_be_enabled()
+    page.locator("body").press("ArrowRight")
+
+
+def open_sidebar(page) -> None:
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    if sidebar.get_attribute("data-collapsed") == "true":
+        page.locator('[data-testid="stExpandSidebarButton"]').click()
+    expect(sidebar).to_have_attribute("data-collapsed", "false")
+
+
+def test_presenter_shows_agents_side_by_side_and_highlights_the_speaker(page, server):
+    open_debate_page(page, server.url)
+    configure_debate(page, unique("Presenter check: a number?"), ["scripted/present"] * 3)
+    start(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Presenter", exact=True).click()
+    columns = [by_key(page, f"presenter_agent_{i}") for i in range(3)]
+    speaking = by_key(columns[0], "presenter_speaking")
+    expect(speaking).to_contain_text("speaking", timeout=LIVE_TIMEOUT)
+    expect(speaking).to_contain_text("paw01", timeout=LIVE_TIMEOUT)
+    boxes = [column.bounding_box() for column in columns]
+    assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"], boxes  # side by side, in config order
+    assert abs(boxes[0]["y"] - boxes[2]["y"]) < 5, boxes
+    font = page.evaluate("e => parseFloat(getComputedStyle(e).fontSize)",
+                         speaking.locator('[data-testid="stMarkdownContainer"] p').last.element_handle())
+    assert font >= 22, f"the presenter's text is not big: {font}px"
+    expect(by_key(page, "presenter_speaking")).to_have_count(1)
+    # Must not happen: the Debate page's form on the projector.
+    expect(by_key(page, "question")).to_have_count(0)
+    expect(by_key(page, "start")).to_have_count(0)
+    page.locator("body").press("k")  # pause through the Controller, from the keyboard
+    expect(by_key(page, "presenter_pause")).to_contain_text("Resume", timeout=LIVE_TIMEOUT)
+    expect(by_key(page, "presenter_stage")).to_contain_text("paused")
+    page.locator("body").press("k")
+    expect(by_key(page, "presenter_pause")).to_contain_text("Pause")
+    expect_no_exception(page)
+
+
+def test_poll_from_two_devices_hidden_until_the_reveal(page, server, script, browser):
+    debate_id = stored_debate(server, script, unique("Poll check: which city?"))
+    open_app(page, server.url, f"/Presenter?replay={debate_id}")
+    expect(by_key(page, "presenter_agent_2")).to_be_visible()
+    for step in (1, 2, 3):  # the three discussion turns, by keyboard
+        press_next(page)
+        expect(by_key(page, "presenter_position")).to_contain_text(f"step {step} of")
+    expect(by_key(page, "presenter_agent_2")).to_contain_text("ibex")
+    open_sidebar(page)
+    click(page, "poll_fill")
+    expect(by_key(page, "poll_options").locator("textarea")).to_have_value("Paris\nLyon")
+    click(page, "poll_open")
+    link = by_key(page, "poll_link")
+    expect(link).to_contain_text("/Poll?poll=")
+    url = re.search(r"\S+/Poll\?poll=\w+", link.inner_text()).group(0)
+    assert url.startswith(server.url) and "session=" not in url
+
+    students = []
+    for name, choice in (("Ada", "Lyon"), ("Bo", "Paris")):
+        context = browser.new_context(viewport={"width": 500, "height": 900})  # another device
+        phone = context.new_page()
+        phone.goto(url)
+        wait_for_idle(phone, timeout=60_000)
+        phone.get_by_role("radio", name=choice).check(force=True)
+        wait_for_idle(phone)
+        by_key(phone, "poll_voter").locator("input").fill(name)
+        click(phone, "poll_predict")
+        expect(by_key(phone, "poll_mine")).to_contain_text(choice)
+        students.append((context, phone))
+    try:
+        expect(by_key(page, "poll_count")).to_contain_text("2 predictions", timeout=30_000)
+        # Must not happen: the counts or the decision anywhere before the reveal.
+        for where in (page, *[phone for _, phone in students]):
+            expect(by_key(where, "poll_results")).to_have_count(0)
+            expect(by_key(where, "decision_card")).to_have_count(0)
+        expect(by_key(page, "poll_reveal").locator("button").first).to_be_disabled()
+
+        total = int(re.search(r"step \d+ of (\d+)", by_key(page, "presenter_position").inner_text()).group(1))
+        for step in range(4, total + 1):  # step on to the decision, by keyboard
+            press_next(page)
+            expect(by_key(page, "presenter_position")).to_contain_text(f"step {step} of")
+        expect(by_key(page, "decision_card")).to_be_visible()
+        click(page, "poll_reveal")
+        results = by_key(page, "poll_results")
+        expect(results).to_contain_text("Predicted right (1 of 2): Bo")
+        expect(results).to_contain_text("the decision")
+        for _, phone in students:  # the students' pages learn of the reveal by themselves
+            expect(by_key(phone, "poll_results")).to_contain_text("Predicted right (1 of 2): Bo")
+        expect(students[1][1].get_by_text("You predicted right")).to_be_visible()
+        expect_no_exception(page)
+    finally:
+        for context, _ in students:
+            context.close()
+
+
+def test_replay_paused_on_a_turn_stays_on_it(page, server, script):
+    debate_id = stored_debate(server, script, unique("Replay check: which city?"))
+    open_app(page, server.url, "/Transcripts")
+    click(page, f"open_{debate_id[:8]}")
+    click(page, "replay_start")  # one step per second
+    position = by_key(page, "replay_position")
+    expect(position).to_contain_text("playing")
+    expect(by_key(page, "turn_0")).to_contain_text("pelican")
+    page.locator("body").press("k")  # pause
+    expect(position).to_contain_text("· paused")
+    k = int(re.search(r"step (\d+) of", position.inner_text()).group(1))
+    assert k >= 1
+    expect(by_key(page, f"turn_{k - 1}")).to_be_visible()
+    # Another event: open the shown turn's prompt (a rerun of the page), and wait until it shows.
+    prompt = by_key(page, f"prompt_{k - 1}")
+    prompt.locator("summary").click()
+    expect(prompt.locator('[data-testid="stText"]').first).to_be_visible()
+    wait_for_idle(page)
+    # Must not happen: the next step appears while paused.
+    expect(by_key(page, f"turn_{k}")).not_to_be_visible()
+    expect(position).to_contain_text(f"step {k} of")
+    expect_no_exception(page)

@@ -1,0 +1,130 @@
+"""The debate form in Chromium: what is typed is kept (Tab, Enter, click-away, presets), every problem is
+named at Start, typed counts are validated, descriptions follow the choice, Start waits for the running debate.
+
+Each scenario asserts one thing that must not happen. The first reproduces the bug of issue 10: a
+reference answer typed into Streamlit's password input and left with Tab was never committed (focus
+moved to the input's show/hide button, and that blur skips the commit), so `truth_first` reported
+"needs a reference answer".
+"""
+from __future__ import annotations
+
+import pytest
+from e2e_helpers import (LIVE_TIMEOUT, choose, click, configure_debate, debate_by_question, expect,
+                         expect_no_exception, expect_status, fill, key, open_debate_page, set_number, start, status,
+                         unique, wait_for_idle)
+
+from mad_core import registry
+from mad_core.presets import load_presets
+
+pytestmark = pytest.mark.e2e
+
+MODELS = ["scripted/form_e2e"] * 2
+
+
+def type_and_leave(page, name: str, value: str, leave: str) -> None:
+    """Type into a field as a person does (select what is there, type over it) and leave it by `leave`."""
+    field = key(page, name).locator("input")
+    field.click()
+    field.press("Control+a")
+    field.press_sequentially(value)
+    if leave == "tab":
+        field.press("Tab")
+    elif leave == "enter":
+        field.press("Enter")
+    else:  # click away: on a caption (plain text) of the form
+        key(page, "paradigm_doc").click()
+
+
+@pytest.mark.parametrize("leave", ["tab", "enter", "click-away"])
+def test_what_is_typed_and_left_by_tab_enter_or_click_is_what_starts(page, server, store, leave):
+    open_debate_page(page, server.url)
+    question = unique(f"Reference kept ({leave}): what is 6 x 7?")
+    configure_debate(page, question, MODELS)
+    type_and_leave(page, "reference", "42", leave)
+    type_and_leave(page, "task", "Answer with a number.", leave)
+    type_and_leave(page, "max_rounds", "2", leave)
+    choose(page, "ordering", "truth_first")
+    start(page)
+    # must not happen: the reference is lost and truth_first refuses to start
+    expect(page.get_by_text("needs a reference answer")).to_have_count(0)
+    expect(key(page, "form_errors")).to_have_count(0)
+    config = debate_by_question(store, question)["config"]
+    assert (config["reference"], config["task"], config["max_rounds"], config["ordering"]) == \
+        ("42", "Answer with a number.", 2, "truth_first")
+    # the reference stays masked on a projector
+    field = key(page, "reference").locator("input")
+    assert field.evaluate("e => getComputedStyle(e).webkitTextSecurity") == "disc"
+    expect_no_exception(page)
+
+
+def test_zero_agents_typed_starts_nothing_and_the_summary_at_start_names_every_field(page, server, store):
+    open_debate_page(page, server.url)
+    question = unique("Zero agents: what is 6 x 7?")
+    configure_debate(page, question, MODELS)
+    set_number(page, "n_agents", 0)
+    set_number(page, "rounds", 0)
+    click(page, "start")
+    summary = key(page, "form_errors")
+    expect(summary).to_be_visible()
+    expect(summary).to_contain_text("Number of agents: at least one agent is needed")
+    expect(summary).to_contain_text("Rounds: must be at least 1, got 0")
+    expect(summary).to_be_in_viewport()  # where the user is looking: by the Start button
+    expect(key(page, "error_n_agents")).to_contain_text("at least one agent is needed")
+    expect(key(page, "n_agents").locator("input")).to_have_value("0")  # what is validated is what is shown
+    # must not happen: a debate starts (with the old count) although the form shows 0 agents
+    expect(status(page)).to_have_count(0)
+    assert not list(store.db.query("SELECT id FROM debates WHERE question = ?", [question]))
+    set_number(page, "n_agents", 2)  # fixing a field removes its message at once; the other stays
+    expect(key(page, "error_n_agents")).to_have_count(0)
+    expect(summary).not_to_contain_text("Number of agents")
+    expect(summary).to_contain_text("Rounds: must be at least 1, got 0")
+    expect_no_exception(page)
+
+
+def test_the_description_follows_the_option_chosen(page, server):
+    open_debate_page(page, server.url)
+    docs = {name: (registry.get("paradigm", name).__doc__ or "").strip().splitlines()[0].replace("`", "")
+            for name in ("memory", "simultaneous", "debate")}  # the caption shows `code` without its backticks
+    for name in ("simultaneous", "debate", "memory"):
+        choose(page, "paradigm", name)
+        expect(key(page, "paradigm_doc")).to_have_text(docs[name])
+        # must not happen: the caption still describes the paradigm chosen before
+        for other, doc in docs.items():
+            if other != name and doc != docs[name]:
+                expect(key(page, "paradigm_doc")).not_to_have_text(doc)
+    expect_no_exception(page)
+
+
+def test_a_preset_chosen_after_typing_keeps_the_question(page, server):
+    presets = load_presets()
+    name, preset = next((n, p) for n, p in presets.items() if p["config"].get("question"))
+    open_debate_page(page, server.url)
+    question = unique("My own question typed before a preset")
+    fill(page, "question", question)  # typed, not committed: choosing the preset commits it
+    choose(page, "preset", preset["title"])
+    question_box = key(page, "question").locator("textarea")
+    expect(question_box).to_have_value(question)  # must not happen: the preset drops what was typed
+    expect(key(page, "rounds").locator("input")).to_have_value(str(preset["config"].get("rounds", 3)))
+    click(page, "use_preset_question")
+    expect(question_box).to_have_value(preset["config"]["question"])
+    expect(key(page, "use_preset_question")).to_have_count(0)
+    expect_no_exception(page)
+
+
+def test_start_is_disabled_while_the_sessions_debate_runs(page, server, store):
+    open_debate_page(page, server.url)
+    question = unique("Start twice: what is 6 x 7?")
+    configure_debate(page, question, ["scripted/form_slow"] * 2)
+    start(page)
+    start_button = key(page, "start").locator("button").first
+    expect(start_button).to_be_disabled()
+    expect(key(page, "start_wait")).to_contain_text("This session's debate is still running")
+    # must not happen: a second debate starts while the first runs (a forced click does nothing)
+    start_button.click(force=True)
+    wait_for_idle(page)
+    assert len(list(store.db.query("SELECT id FROM debates WHERE question = ?", [question]))) == 1
+    click(page, "stop")
+    expect_status(page, "stopped", timeout=LIVE_TIMEOUT)
+    expect(start_button).to_be_enabled(timeout=LIVE_TIMEOUT)
+    expect(key(page, "start_wait")).to_have_count(0)
+    expect_no_exception(page)

@@ -1,0 +1,145 @@
+"""The reading room in the browser: tag a turn with a new codebook tag, rename the tag, filter the
+list by it and download the annotation CSV; read two annotated debates side by side in Compare.
+
+The debates are run here, in the test's process, each on a scripted model registered in it for
+that debate, and written to the server's database (the `store` fixture): the server only reads them.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+import uuid
+
+import pytest
+from e2e_helpers import (LIVE_TIMEOUT, choose, click, expect, expect_no_exception, key, open_app, open_disclosure,
+                         set_text, turn, unique, wait_for_idle)
+from e2e_scripts import debate_script, reply
+
+from mad_core.config import DebateConfig
+from mad_core.engine import DebateEngine
+from mad_core.models import ensure_registered
+from mad_core.models.scripted import Script, register_script, unregister_script
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module", autouse=True)
+def providers():
+    ensure_registered()
+
+
+def run_debate(store, question: str, tag: str, **changes) -> str:
+    """A finished three-agent debate in the server's database, on a scripted model of its own
+    whose turns say `<tag>a…`, `<tag>b…`, `<tag>c…`; returns its id."""
+    name = f"reading-{uuid.uuid4().hex[:8]}"
+    register_script(name, Script(**debate_script([reply(f"{tag}a", 4), reply(f"{tag}b", 4), reply(f"{tag}c", 4)],
+                                                 3, answer="Paris")))
+    config = DebateConfig.from_dict({"question": question, "agents": [{"label": f"Agent {i}",
+                                                                      "model": f"scripted/{name}"} for i in (1, 2, 3)],
+                                     "rounds": 1, "max_rounds": 1, "protocol": "simple_voting", **changes})
+    engine = DebateEngine(config, store=store)
+    try:
+        list(engine.run())
+    finally:
+        unregister_script(name)
+    return engine.debate_id
+
+
+def open_transcript(page, url: str, debate_id: str) -> None:
+    open_app(page, url, "/Transcripts")
+    click(page, f"open_{debate_id[:8]}")
+    expect(turn(page, 2)).to_be_visible(timeout=LIVE_TIMEOUT)  # the first opening computes the metrics
+    wait_for_idle(page, timeout=LIVE_TIMEOUT)
+
+
+def test_tag_rename_filter_and_export_annotations(page, server, store):
+    tagged = run_debate(store, unique("Reading room: which city is the capital of France?"), "rt")
+    untagged = run_debate(store, unique("Reading room: which river crosses Paris?"), "ru")
+    uid = uuid.uuid4().hex[:6]
+    first_name, second_name = f"Leading <b>question</b> {uid}", f"Loaded premise {uid}"
+
+    open_transcript(page, server.url, tagged)
+    open_disclosure(page, "codebook")
+    set_text(page, "annotator", "Rater E2E")
+    choose(page, "tag_1", first_name)  # typed anew: it joins the codebook
+    click(page, "annotate_1")
+    expect(turn(page, 1)).to_contain_text(first_name)
+    expect(key(page, "codebook_counts")).to_contain_text(first_name)
+    assert store.tag(first_name)["name"] == first_name
+    # Must not happen: the tag's markup became an element.
+    expect(turn(page, 1).locator("b", has_text="question")).to_have_count(0)
+
+    choose(page, "codebook_tag", first_name)
+    set_text(page, "codebook_rename_to", second_name)
+    click(page, "codebook_rename")
+    expect(key(page, "codebook_message")).to_contain_text(f"to '{second_name}' everywhere")
+    expect(turn(page, 1)).to_contain_text(second_name)
+    # Must not happen: the old name anywhere, on the page or in the database.
+    expect(page.locator("body")).not_to_contain_text(first_name)
+    assert store.tag(first_name) is None and [a["tag"] for a in store.annotations(tagged)] == [second_name]
+
+    choose(page, "tag_filter", second_name)
+    expect(key(page, f"debate_row_{tagged[:8]}")).to_be_visible()
+    expect(key(page, f"debate_row_{tagged[:8]}")).to_contain_text(second_name)
+    # Must not happen: the filter lists a debate without the tag.
+    expect(key(page, f"debate_row_{untagged[:8]}")).to_have_count(0)
+    rows = key(page, "debate_list").locator("[class*='st-key-debate_row_']")
+    expect(rows).to_have_count(1)
+
+    with page.expect_download() as download:
+        click(page, "export_annotations_open")
+    text = open(download.value.path(), encoding="utf-8").read()
+    assert download.value.suggested_filename == f"annotations-{tagged[:8]}.csv"
+    exported = list(csv.DictReader(io.StringIO(text)))
+    turns = store.turns(tagged)
+    assert len(exported) == 1
+    row = exported[0]
+    assert (row["debate_id"], row["turn_id"], row["agent"], row["tag"], row["annotator"]) == \
+        (tagged, turns[1].id, "Agent 2", second_name, "Rater E2E")
+    assert row["text"] == turns[1].content and row["previous_text"] == turns[0].content
+    assert first_name not in text
+    expect_no_exception(page)
+
+
+def pick(page, name: str, debate_id: str) -> None:
+    """Add a debate to the multiselect keyed `name` (typing its id's first 8 characters)."""
+    field = key(page, name).locator("input")
+    field.click()
+    field.fill(debate_id[:8])
+    page.get_by_role("option", name=re.compile(re.escape(debate_id[:8]))).first.click()
+    wait_for_idle(page)
+
+
+def test_compare_two_annotated_debates_side_by_side(page, server, store):
+    left = run_debate(store, unique("Side by side: capital of France?"), "sl")
+    right = run_debate(store, unique("Side by side: capital of France, by counting?"), "sr",
+                       protocol="solution_counting")
+    uid = uuid.uuid4().hex[:6]
+    left_tag, right_tag = f"concedes {uid}", f"new evidence {uid}"
+    store.add_tag(right_tag, "green")
+    store.annotate(left, store.turns(left)[1].id, left_tag, "gives in to Agent 1")
+    store.annotate(right, store.turns(right)[2].id, right_tag)
+
+    open_app(page, server.url, "/Compare")
+    pick(page, "compare_ids", left)
+    pick(page, "compare_ids", right)
+    key(page, "compare_mode").get_by_text("Side by side").click()
+    wait_for_idle(page, timeout=LIVE_TIMEOUT)
+
+    expect(key(page, "side_decision_left")).to_contain_text("Paris", timeout=LIVE_TIMEOUT)
+    expect(key(page, "side_decision_right")).to_contain_text(right[:8])
+    expect(key(page, "side_left_turn_1")).to_contain_text(left_tag)
+    expect(key(page, "side_left_turn_1")).to_contain_text("gives in to Agent 1")
+    expect(key(page, "side_left_turn_1")).to_contain_text("slbw01")
+    expect(key(page, "side_right_turn_1")).to_contain_text("srbw01")
+    expect(key(page, "side_right_turn_2")).to_contain_text(right_tag)
+    # Both round-1 columns start in the same round row.
+    expect(key(page, "side_round_1").locator(".st-key-side_left_turn_0")).to_have_count(1)
+    expect(key(page, "side_round_1").locator(".st-key-side_right_turn_0")).to_have_count(1)
+    # Must not happen: a debate's tag shown in the other debate's column.
+    expect(key(page, "side_decision_right").locator("..")).not_to_contain_text(left_tag)
+    for k in range(3):
+        expect(key(page, f"side_right_turn_{k}")).not_to_contain_text(left_tag)
+        expect(key(page, f"side_left_turn_{k}")).not_to_contain_text(right_tag)
+    expect_no_exception(page)

@@ -1,0 +1,163 @@
+"""Steering answers at once, and says what is true: click-to-change times of every control.
+
+Each control's click is timed in Chromium: a capture-phase click listener notes when the click
+happened, a MutationObserver when the expected words first appear (the steering line of the
+controls, `steering_status`, or the controls' notice); `expect()` waits for the words. The times
+go to a JSON file (MADLAB_STEERING_TIMINGS, else next to the server's home) that
+`bench/steering.py` runs this file for and reports against its 0.5 s target: a speed target is
+the bench's, never a test's, so here only the states are asserted.
+
+Must not happen: a paused debate's bubble says "streaming"; a turn starts after Stop or, once a
+decision is forced, a discussion turn starts; a ballot reads "interrupted: None".
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from e2e_scripts import words
+from e2e_helpers import (LIVE_TIMEOUT, choose, configure_debate, debate_by_question, expect, expect_no_exception,
+                         expect_status, fill, key, open_debate_page, start, status, turn, unique)
+
+pytestmark = pytest.mark.e2e
+
+# Installed once per page: when the armed click happened, when the wanted words first showed,
+# and whether the transcript said "streaming" while it was watched (a paused debate).
+MEASURE = r"""
+(() => {
+  if (window.__steer) return;
+  const s = window.__steer = {clicked: null, seen: null, want: null, key: null, watch: false, streaming: false};
+  document.addEventListener('click', () => { if (s.want && s.clicked === null) s.clicked = performance.now(); }, true);
+  const check = () => {
+    if (s.want && s.clicked !== null && s.seen === null) {
+      const el = document.querySelector('.st-key-' + s.key);
+      if (el && new RegExp(s.want, 'i').test(el.innerText)) s.seen = performance.now();
+    }
+    if (s.watch && !s.streaming) {
+      const box = document.querySelector('.st-key-transcript');
+      if (box && box.innerText.includes('streaming')) s.streaming = true;
+    }
+  };
+  new MutationObserver(check).observe(document, {childList: true, subtree: true, characterData: true});
+})()
+"""
+TIMINGS: dict[str, float] = {}
+
+
+def timings_path(server) -> Path:
+    return Path(os.environ.get("MADLAB_STEERING_TIMINGS") or server.home.parent / "steering_timings.json")
+
+
+def record_timings(server) -> None:
+    """Add this test's click-to-change times (seconds) to the JSON file the bench reads."""
+    path = timings_path(server)
+    known = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**known, **TIMINGS}, indent=2))
+
+
+def timed_click(page, control: str, where: str, want: str) -> float:
+    """Click the button keyed `control`; wait until `where` shows `want` (a regex); return the seconds between."""
+    page.evaluate(MEASURE)
+    page.evaluate("([key, want]) => Object.assign(window.__steer, {key, want, clicked: null, seen: null})",
+                  [where, want])
+    key(page, control).locator("button").first.click()
+    expect(key(page, where)).to_contain_text(re.compile(want, re.I))
+    clicked, seen = page.evaluate("() => [window.__steer.clicked, window.__steer.seen]")
+    page.evaluate("() => { window.__steer.want = null; }")
+    assert clicked is not None and seen is not None, (control, clicked, seen)
+    TIMINGS[control] = round((seen - clicked) / 1000, 3)
+    return TIMINGS[control]
+
+
+def begin(page, server, what: str, script: str) -> str:
+    """Start a 3-agent debate on `scripted/<script>` from the Debate page; return its question."""
+    open_debate_page(page, server.url)
+    question = unique(f"{what}: name a prime number.")
+    configure_debate(page, question, [f"scripted/{script}"] * 3)
+    start(page)
+    return question
+
+
+def ticks(page, n: int = 2) -> None:
+    """Wait until the live status line has been redrawn `n` times (its elapsed seconds change)."""
+    for _ in range(n):
+        before = status(page).inner_text()
+        expect(status(page)).not_to_have_text(before)
+
+
+def test_pause_resume_messages_and_decide_now_answer_at_once(page, server, store):
+    question = begin(page, server, "Steering timings", "steering")
+    expect(turn(page, 0)).to_contain_text(words("g1", 30)[2], timeout=LIVE_TIMEOUT)
+
+    timed_click(page, "pause", "steering_status", r"paused")
+    expect(key(page, "steering_status")).to_contain_text("nothing more is generated until Resume")
+    expect_status(page, "paused")
+    expect(turn(page, 0)).to_contain_text("paused")  # the streaming bubble says what is true
+    page.evaluate("() => { window.__steer.watch = true; }")
+    held = turn(page, 0).inner_text()
+    ticks(page)
+    # Must not happen: a paused debate's bubble says "streaming" (or its text still grows).
+    assert not page.evaluate("() => window.__steer.streaming"), "a paused debate's bubble said 'streaming'"
+    assert turn(page, 0).inner_text() == held
+    page.evaluate("() => { window.__steer.watch = false; }")
+    expect(key(page, "debate_progress")).to_contain_text("ETA: paused")
+
+    timed_click(page, "resume", "steering_status", r"^running")
+    expect(turn(page, 0)).to_contain_text("streaming")
+
+    fill(page, "say_all_text", unique("Check the units"))
+    timed_click(page, "say_all_send", "controls", r"Message for all agents queued")
+    choose(page, "say_one_agent", "Agent 3")
+    fill(page, "say_one_text", unique("Only for you"))
+    timed_click(page, "say_one_send", "controls", r"Message for Agent 3 queued")
+
+    timed_click(page, "force_decision", "steering_status", r"decision requested|deciding")
+    expect(key(page, "steering_status")).to_contain_text(re.compile(r"deciding: collecting 3 votes \(\d/3\)", re.I),
+                                                         timeout=LIVE_TIMEOUT)
+    expect(key(page, "debate_progress")).to_contain_text("voting")
+    expect_status(page, "finished", timeout=LIVE_TIMEOUT)
+    expect(key(page, "decision_card")).to_be_visible()
+    expect(page.get_by_text("interrupted: None")).to_have_count(0)
+    expect_no_exception(page)
+    record_timings(server)
+
+    record = debate_by_question(store, question)
+    forced = [s for s in store.steering(record["id"]) if s["action"] == "force_decision"]
+    assert len(forced) == 1
+    turns = store.turns(record["id"])
+    # Must not happen: a discussion turn starts after the forced decision took effect.
+    late = [(t.agent, t.kind) for t in turns if t.kind == "discussion" and t.started_at > forced[0]["ts"]]
+    assert not late, late
+    assert sorted(t.agent for t in turns if t.kind == "vote") == ["Agent 1", "Agent 2", "Agent 3"]
+    decision = next(d for d in store.decisions(record["id"]) if d.get("final"))
+    assert decision["forced"]
+
+
+def test_stop_cuts_the_votes_under_way_and_says_so(page, server, store):
+    question = begin(page, server, "Stop timings", "steering_stop")
+    expect(key(page, "debate_progress")).to_contain_text("voting", timeout=LIVE_TIMEOUT)
+    expect(key(page, "steering_status")).to_have_text("Running")
+
+    timed_click(page, "stop", "steering_status", r"stopping|stopped")
+    expect_status(page, "stopped")
+    votes = key(page, "votes_1")
+    expect(votes).to_contain_text("not cast (the vote call was cut: the debate was stopped)")
+    # Must not happen: a ballot reads "interrupted: None"; the status claims Stop finishes the turn.
+    expect(page.get_by_text("interrupted: None")).to_have_count(0)
+    expect(page.get_by_text(re.compile("finishing the current turn"))).to_have_count(0)
+    expect_no_exception(page)
+    record_timings(server)
+
+    record = debate_by_question(store, question)
+    assert record["status"] == "stopped"
+    stop_ts = next(s["ts"] for s in store.steering(record["id"]) if s["action"] == "stop")
+    turns = store.turns(record["id"])
+    # Must not happen: a turn starts after Stop took effect; the votes under way were cut, not finished.
+    assert not [(t.agent, t.kind) for t in turns if t.started_at > stop_ts]
+    cut = [t for t in turns if t.kind == "vote"]
+    assert cut and all(t.status == "interrupted" for t in cut), [(t.agent, t.status) for t in cut]
+    reasons = {v["reason"] for v in store.votes(record["id"])}
+    assert reasons == {"the vote call was cut: the debate was stopped"}, reasons

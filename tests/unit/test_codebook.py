@@ -1,0 +1,266 @@
+"""The reading room's store side: the codebook of annotation tags (create, rename, colour, delete,
+counts; migration m006 keeps old annotations), the transcript filters (tag, model, outcome,
+correctness by answer type), search of moderator messages, and the annotation CSV."""
+from __future__ import annotations
+
+import csv
+import io
+import threading
+
+import pytest
+from sqlite_utils import Database
+
+from mad_core.events import DebateFinished, DecisionReached, SteeringApplied, Turn, TurnFinished
+from mad_core.store import (ANNOTATION_COLUMNS, DEFAULT_TAGS, MIGRATIONS, TAG_COLOURS, Store, debate_correctness)
+
+
+def turn(seq: int, agent: str, content: str, rnd: int = 1, kind: str = "discussion") -> Turn:
+    return Turn(id=f"t{seq}", seq=seq, round=rnd, agent=agent, kind=kind, model="scripted/x", prompt=[],
+                content=content, started_at=100.0 + seq, finished_at=101.0 + seq)
+
+
+def debate(store: Store, debate_id: str, *, answer: str | None = "Paris", reference: str | None = None,
+           status: str = "finished", models=("scripted/alpha", "scripted/beta"), texts=("one", "two", "three"),
+           steer: str | None = None, **config) -> str:
+    """A stored debate of three turns (Agent 1, Agent 2, Agent 1), its decision and end."""
+    cfg = {"question": f"Question of {debate_id}?", "protocol": "simple_voting", "paradigm": "memory",
+           "agents": [{"label": f"Agent {i + 1}", "model": m} for i, m in enumerate(models)],
+           "reference": reference, **config}
+    store.create_debate(debate_id, cfg)
+    for seq, (agent, text) in enumerate(zip(("Agent 1", "Agent 2", "Agent 1"), texts)):
+        store.record(TurnFinished(turn=turn(seq, agent, text)), debate_id)
+    if steer:
+        store.record(SteeringApplied(action="message", targets=["Agent 2"], message=steer), debate_id)
+    if answer is not None:
+        store.record(DecisionReached(round=1, protocol="simple_voting", answer=answer, winner_agent="Agent 1",
+                                     winner_index=0), debate_id)
+    store.record(DebateFinished(status=status, answer=answer), debate_id)
+    return debate_id
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "codebook.db") as s:
+        yield s
+
+
+def ids(rows) -> list[str]:
+    return sorted(row["id"] for row in rows)
+
+
+# ----- the codebook ------------------------------------------------------------------------
+def test_a_new_archive_has_the_default_tags_each_in_a_palette_colour(store):
+    tags = store.tags()
+    assert sorted(t["name"] for t in tags) == sorted(DEFAULT_TAGS)
+    assert all(t["colour"] in TAG_COLOURS and t["count"] == 0 for t in tags)
+
+
+def test_annotating_with_a_new_name_adds_it_once_and_reuses_the_codebook_spelling(store):
+    debate(store, "d1")
+    store.annotate("d1", "t0", "  Circular   reasoning ")
+    store.annotate("d1", "t1", "circular REASONING", "same tag, other case")
+    store.annotate("d1", "t2", "SYCOPHANCY")
+    names = [t["name"] for t in store.tags()]
+    assert names.count("Circular reasoning") == 1
+    assert not any(n.lower() == "circular reasoning" and n != "Circular reasoning" for n in names)
+    assert [a["tag"] for a in store.annotations("d1")] == ["Circular reasoning", "Circular reasoning", "sycophancy"]
+
+
+def test_counts_per_tag_span_the_whole_archive(store):
+    debate(store, "d1")
+    debate(store, "d2")
+    store.annotate("d1", "t0", "flip")
+    store.annotate("d1", "t1", "flip")
+    store.annotate("d2", "t0", "flip")
+    store.annotate("d2", "t1", "error")
+    counts = {t["name"]: (t["count"], t["debates"]) for t in store.tags()}
+    assert counts["flip"] == (3, 2) and counts["error"] == (1, 1) and counts["hallucination"] == (0, 0)
+
+
+def test_rename_updates_every_annotation_and_the_old_name_is_gone_everywhere(store):
+    debate(store, "d1")
+    debate(store, "d2")
+    store.annotate("d1", "t0", "flip", "changes its mind")
+    store.annotate("d2", "t2", "flip")
+    store.annotate("d2", "t1", "error")
+    assert store.rename_tag("FLIP", "position change") == "position change"
+    assert [a["tag"] for a in store.annotations("d1")] == ["position change"]
+    assert [a["tag"] for a in store.annotations("d2")] == ["position change", "error"]
+    assert {t["name"]: t["count"] for t in store.tags()}["position change"] == 2
+    # Must not happen: the old name survives anywhere (codebook, annotations, search index, exports).
+    assert store.tag("flip") is None
+    assert store.db.execute("SELECT COUNT(*) FROM annotations WHERE tag = 'flip'").fetchone()[0] == 0
+    assert store.list_debates(search="flip") == []
+    assert store.list_debates(tag="flip") == []
+    assert "flip" not in store.annotations_csv() and "flip" not in store.to_markdown("d1")
+    assert ids(store.list_debates(tag="position change")) == ["d1", "d2"]
+
+
+def test_rename_onto_an_existing_tag_is_refused_and_changes_nothing(store):
+    debate(store, "d1")
+    store.annotate("d1", "t0", "flip")
+    with pytest.raises(ValueError, match="already has 'error'"):
+        store.rename_tag("flip", "Error")
+    with pytest.raises(LookupError, match="no tag 'nope'"):
+        store.rename_tag("nope", "other")
+    with pytest.raises(ValueError, match="^tag: "):
+        store.rename_tag("flip", "   ")
+    assert [a["tag"] for a in store.annotations("d1")] == ["flip"] and store.tag("flip") is not None
+    assert store.rename_tag("flip", "Flip") == "Flip"  # a change of case is a rename of the same tag
+    assert [a["tag"] for a in store.annotations("d1")] == ["Flip"]
+
+
+def test_colour_comes_from_the_palette_only(store):
+    store.set_tag_colour("flip", "red")
+    assert store.tag("flip")["colour"] == "red"
+    for bad in ("#ff0000", "<b>red</b>", "pink"):
+        with pytest.raises(ValueError, match="^colour: "):
+            store.set_tag_colour("flip", bad)
+        with pytest.raises(ValueError, match="^colour: "):
+            store.add_tag("brand new", bad)
+    assert store.tag("flip")["colour"] == "red" and store.tag("brand new") is None
+
+
+def test_delete_only_an_unused_tag(store):
+    debate(store, "d1")
+    store.annotate("d1", "t0", "flip")
+    with pytest.raises(ValueError, match="'flip' is on 1 annotation"):
+        store.delete_tag("flip")
+    assert store.tag("flip") is not None and len(store.annotations("d1")) == 1
+    store.delete_tag("off topic")
+    assert store.tag("off topic") is None
+
+
+def test_many_threads_creating_the_same_tag_make_one_entry(tmp_path):
+    path = tmp_path / "race.db"
+    Store(path).close()
+    barrier = threading.Barrier(8)
+    results, errors = [], []
+
+    def create(i: int) -> None:
+        with Store(path) as mine:
+            barrier.wait(timeout=30)
+            try:
+                results.append(mine.add_tag("Rhetorical Question" if i % 2 else "rhetorical question"))
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    with Store(path) as store:
+        matching = [t["name"] for t in store.tags() if t["name"].lower() == "rhetorical question"]
+    assert len(matching) == 1 and set(results) == set(matching)
+
+
+def test_migration_keeps_existing_annotations_and_indexes_old_moderator_messages(tmp_path):
+    path = tmp_path / "old.db"
+    db = Database(path)
+    MIGRATIONS.apply(db, stop_before="m006_codebook")
+    assert "tags" not in db.table_names()
+    db["debates"].insert({"id": "old", "question": "Old?", "config": "{}", "status": "finished", "created_at": 1.0})
+    db["turns"].insert({"turn_id": "t0", "debate_id": "old", "seq": 0, "round": 1, "agent": "Agent 1",
+                        "kind": "discussion", "model": "m", "prompt": "[]", "content": "hello"})
+    db["annotations"].insert_all([
+        {"debate_id": "old", "turn_id": "t0", "tag": "Sycophancy", "note": "agrees too fast", "created_at": 2.0},
+        {"debate_id": "old", "turn_id": "t0", "tag": "my own code", "note": "", "created_at": 3.0},
+    ])
+    db["steering"].insert({"debate_id": "old", "action": "message", "targets": "null",
+                           "message": "consider the okapiword", "ts": 4.0})
+    db.close()
+    with Store(path) as store:
+        assert "m006_codebook" in store.applied_migrations()
+        notes = store.annotations("old")
+        assert [(n["tag"], n["note"]) for n in notes] == [("sycophancy", "agrees too fast"), ("my own code", "")]
+        counts = {t["name"]: t["count"] for t in store.tags()}
+        assert counts["sycophancy"] == 1 and counts["my own code"] == 1 and set(DEFAULT_TAGS) <= set(counts)
+        assert "Sycophancy" not in counts  # one entry per name, whatever its case
+        assert ids(store.list_debates(search="okapiword")) == ["old"]
+
+
+# ----- filters and search -------------------------------------------------------------------
+def test_search_finds_a_moderator_message(store):
+    debate(store, "steered", steer="Think about the zeppelinword first.")
+    debate(store, "plain")
+    assert ids(store.list_debates(search="zeppelinword")) == ["steered"]
+    assert ids(store.list_debates(search="zeppelinword", protocol="simple_voting")) == ["steered"]
+
+
+def test_tag_model_and_outcome_filters_combine_with_search(store):
+    debate(store, "a", texts=("apple", "x", "y"))
+    debate(store, "b", texts=("apple", "x", "y"), models=("scripted/gamma",))
+    debate(store, "c", answer=None, status="stopped", texts=("apple", "x", "y"))
+    debate(store, "d", answer=None)
+    debate(store, "e", judge_model="scripted/judge")
+    store.annotate("a", "t1", "flip")
+    store.annotate("b", "t0", "flip")
+    store.annotate("c", "t0", "error")
+    assert ids(store.list_debates(tag="flip")) == ["a", "b"]
+    assert ids(store.list_debates(tag="FLIP", model="scripted/gamma")) == ["b"]
+    assert ids(store.list_debates(model="scripted/judge")) == ["e"]
+    assert ids(store.list_debates(outcome="decided")) == ["a", "b", "e"]
+    assert ids(store.list_debates(outcome="no decision")) == ["d"]
+    assert ids(store.list_debates(outcome="stopped", search="apple")) == ["c"]
+    assert store.list_debates(tag="error", outcome="decided") == []
+    assert "scripted/judge" in store.models_used() and "scripted/gamma" in store.models_used()
+    # Must not happen: a tag filter lists a debate without the tag.
+    for row in store.list_debates(tag="flip"):
+        assert any(a["tag"] == "flip" for a in store.annotations(row["id"]))
+    with pytest.raises(ValueError, match="^outcome: "):
+        store.list_debates(outcome="won")
+    with pytest.raises(ValueError, match="^correctness: "):
+        store.list_debates(correctness="maybe")
+
+
+def test_correctness_reads_answers_by_their_type_not_as_plain_strings(store):
+    debate(store, "choice", answer="I pick (B) Paris", reference="B", answer_type="choice",
+           answer_options=["London", "Paris"])
+    debate(store, "number", answer="Final answer: 0.5", reference="1/2", answer_type="number")
+    debate(store, "wrong", answer="Final answer: 3", reference="4", answer_type="number")
+    debate(store, "noref", answer="Paris")
+    debate(store, "undecided", answer=None, reference="Paris")
+    debate(store, "unreadable", answer="7", reference="many", answer_type="number")
+    assert ids(store.list_debates(correctness="correct")) == ["choice", "number"]
+    assert ids(store.list_debates(correctness="incorrect")) == ["wrong"]
+    assert ids(store.list_debates(correctness="no reference")) == ["noref"]
+    assert ids(store.list_debates(correctness="no decision")) == ["undecided"]
+    assert ids(store.list_debates(correctness="reference unreadable")) == ["unreadable"]
+    assert ids(store.list_debates(correctness="correct", search="Question of number")) == ["number"]
+
+
+def test_correctness_prefers_a_stored_metric_report_of_the_debate_as_it_is(store):
+    debate(store, "text", answer="The city of Paris", reference="Paris")
+    assert debate_correctness(store.get_debate("text")) == "incorrect"  # plain text differs
+    from mad_core.metrics.report import report_stamp
+
+    store.save_report("text", report_stamp(store.get_debate("text"), "sbert"), {"summary": {"correct": True}})
+    assert ids(store.list_debates(correctness="correct")) == ["text"]
+    store.save_report("text", "v0|stale", {"summary": {"correct": False}})  # an outdated report is ignored
+    assert ids(store.list_debates(correctness="correct")) == []
+
+
+# ----- the annotation CSV -------------------------------------------------------------------
+def test_annotation_csv_has_one_row_per_annotation_with_its_turn_and_context(store):
+    debate(store, "d1", texts=("=HYPERLINK(\"http://x\")", "-2+3 reply", "third turn"))
+    debate(store, "d2")
+    store.annotate("d1", "t1", "flip", "@SUM(A1)", annotator="Rater One")
+    store.annotate("d1", "t0", "error")
+    store.annotate("d2", "t2", "good point", "fine", annotator="Rater Two")
+    rows = list(csv.DictReader(io.StringIO(store.annotations_csv())))
+    assert list(rows[0]) == list(ANNOTATION_COLUMNS) and len(rows) == 3
+    first = rows[0]
+    assert (first["debate_id"], first["question"], first["turn_id"], first["round"], first["agent"],
+            first["kind"]) == ("d1", "Question of d1?", "t1", "1", "Agent 2", "discussion")
+    assert first["text"] == "'-2+3 reply"  # formula-safe
+    assert first["previous_agent"] == "Agent 1" and first["previous_text"] == "'=HYPERLINK(\"http://x\")"
+    assert (first["tag"], first["note"], first["annotator"]) == ("flip", "'@SUM(A1)", "Rater One")
+    assert first["created_at"].endswith("+00:00")
+    assert rows[1]["turn_id"] == "t0" and rows[1]["previous_text"] == "" and rows[1]["annotator"] == ""
+    assert rows[2]["text"] == "three" and rows[2]["previous_text"] == "two"
+    only = list(csv.DictReader(io.StringIO(store.annotations_csv("d2"))))
+    assert [r["debate_id"] for r in only] == ["d2"]
+    # Must not happen: any cell that a spreadsheet would run as a formula.
+    assert not any(value.startswith(("=", "+", "-", "@")) for row in rows for value in row.values())

@@ -1,0 +1,138 @@
+"""The handout (mad_core/handout.py) and the decision's agreement with the reference.
+
+A scripted choice debate whose agents write hostile text: the handout must hold the question,
+every turn's text, the votes, the decision and the annotations, with the hostile text escaped
+(never a tag) and no script anywhere in the HTML page. Charts are drawn by kaleido with the
+system's Chromium (checked where it is installed)."""
+from __future__ import annotations
+
+import base64
+import sys
+import re
+import shutil
+
+import pytest
+
+from mad_core import handout
+from mad_core.config import DebateConfig
+from mad_core.engine import DebateEngine
+from mad_core.events import DecisionReached
+from mad_core.store import Store
+from mad_core.view import DebateView
+
+HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(2)> & <b>bold</b>"
+
+
+def embed(texts):
+    return [[float(len(t)), float(sum(map(ord, t)) % 97), 1.0] for t in texts]
+
+
+def run(script, roles, **changes) -> tuple[Store, str]:
+    replies = roles(answers={"Agent 1": "B", "Agent 2": "C", "Agent 3": "(B) Paris"},
+                    votes={"Agent 1": "1", "Agent 2": "2", "Agent 3": "1"},
+                    discussion=lambda messages, meta: f"{meta['agent']} says {HOSTILE}\nFinal answer: "
+                                                      f"{ {'Agent 2': 'C'}.get(meta['agent'], 'B') }")
+    model, _ = script(replies)
+    data = {"question": "Capital of France? <img src=y onerror=alert(3)>", "rounds": 1, "max_rounds": 1,
+            "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)], "protocol": "simple_voting",
+            "answer_type": "choice", "answer_options": ["Lyon", "Paris", "Nice"], "reference": "(B)", **changes}
+    store = Store()
+    engine = DebateEngine(DebateConfig.from_dict(data), store=store)
+    list(engine.run())
+    return store, engine.debate_id
+
+
+@pytest.fixture
+def debate(script, roles):
+    store, debate_id = run(script, roles)
+    turns = store.turns(debate_id)
+    store.annotate(debate_id, turns[0].id, "sycophancy", "agrees <script>alert(4)</script> too fast")
+    store.annotate(debate_id, turns[1].id, "new argument", "")
+    return store, debate_id
+
+
+def test_the_markdown_handout_holds_the_debate_escaped(debate):
+    store, debate_id = debate
+    md = handout.handout_markdown(store, debate_id, embed=embed, images=False)
+    assert md.startswith("# Capital of France? &lt;img src=y onerror=alert(3)&gt;")
+    for turn in store.turns(debate_id):  # every turn, each with its text escaped
+        assert f"{turn.agent} says &lt;script&gt;alert(1)&lt;/script&gt;" in md or turn.kind != "discussion"
+    assert md.count("says &lt;script&gt;alert(1)&lt;/script&gt; and &lt;img src=x onerror=alert(2)&gt; "
+                    "&amp; &lt;b&gt;bold&lt;/b&gt;") == 3
+    assert "- Agent 1: solution 1" in md and "- Agent 2: solution 2" in md
+    assert "**Answer:** B" in md and "**Reference answer:** (B) — the decision matches it (read as a choice answer)" in md
+    assert "> 🏷️ **sycophancy**: agrees &lt;script&gt;alert(4)&lt;/script&gt; too fast" in md
+    assert "> 🏷️ **new argument**" in md and "- **sycophancy**: 1" in md
+    assert "<" not in md  # no HTML at all, of the models' or our own
+
+
+def test_the_html_handout_escapes_every_text_and_holds_no_script(debate):
+    store, debate_id = debate
+    page = handout.handout_html(store, debate_id, embed=embed, images=False)
+    assert re.search(r"<(script|img)\b", page, re.IGNORECASE) is None  # the texts' tags are text, not tags
+    assert "<h1>Capital of France? &lt;img src=y onerror=alert(3)&gt;</h1>" in page
+    assert page.count("says &lt;script&gt;alert(1)&lt;/script&gt; and &lt;img src=x onerror=alert(2)&gt; "
+                      "&amp; &lt;b&gt;bold&lt;/b&gt;") == 3
+    assert "agrees &lt;script&gt;alert(4)&lt;/script&gt; too fast" in page
+    colour = store.tag("sycophancy")["colour"]  # the codebook's colour of the tag
+    assert f'<span class="tag" style="border: 2px solid {colour}">sycophancy</span>' in page
+    assert "<li>Agent 2: solution 2</li>" in page
+    assert '<p class="answer">B</p>' in page and "<span class=\"yes\">the decision matches it" in page
+    assert '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:;' in page
+    assert "@page { size: A4" in page and "section.round { break-before: page; }" in page
+    rounds = re.findall(r'<section class="round"><h2>([^<]*)</h2>', page)
+    assert rounds == ["Round 1"]
+
+
+def test_the_reference_is_judged_with_the_answer_type(script, roles):
+    store, debate_id = run(script, roles, reference="Paris")  # an option's text is its letter
+    view = DebateView.from_store(store, debate_id)
+    assert handout.reference_agreement(view) == (True, "the decision matches it (read as a choice answer)")
+    view.config["reference"] = "C"
+    assert handout.reference_agreement(view) == (False, "the decision differs from it (read as a choice answer)")
+    view.config["reference"] = "no letter here"
+    assert handout.reference_agreement(view) == (None, "the reference cannot be read as a choice answer")
+    view.config.update(answer_type="number", reference="0.5")
+    view.decision = DecisionReached(round=1, protocol="simple_voting", answer="Final answer: 1/2",
+                                    winner_agent=None, winner_index=0)
+    assert handout.reference_agreement(view)[0] is True  # 1/2 = 0.5: a number, not a string
+
+
+def test_an_unknown_debate_is_refused(debate):
+    store, _ = debate
+    with pytest.raises(LookupError, match="no debate"):
+        handout.handout_html(store, "f" * 32)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="kaleido draws with the system's Chromium")
+def test_the_charts_are_embedded_as_static_images(debate):
+    store, debate_id = debate
+    page = handout.handout_html(store, debate_id, embed=embed)
+    images = re.findall(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)">', page)
+    assert [alt for _, alt in images] == ["Answer similarity (SBERT)", "Entropy of answers", "Agreement",
+                                          "Accuracy", "Votes", "Answer timeline"]
+    timeline = base64.b64decode(images[-1][0]).decode()
+    assert timeline.startswith("<svg") and ">Agent 2<" in timeline
+    assert "<script" not in page.lower()
+    md = handout.handout_markdown(store, debate_id, embed=embed)
+    assert md.count("](data:image/png;base64,") == 6
+
+
+
+def test_without_chart_images_the_handout_says_so_and_is_otherwise_whole(debate, monkeypatch):
+    store, debate_id = debate
+    monkeypatch.setitem(sys.modules, "kaleido", None)  # not installed
+    page = handout.handout_html(store, debate_id, embed=embed)
+    assert "<p>the charts are left out: kaleido is not installed (pip install -r requirements.txt)</p>" in page
+    assert "<img" not in page and page.count('<article class="turn">') == len(store.turns(debate_id))
+    monkeypatch.delitem(sys.modules, "kaleido")
+    import kaleido
+
+    class Broken:  # Chromium missing or crashing: kaleido raises when it starts
+        def __init__(self, *args, **kwargs):
+            raise RuntimeError("no Chromium here")
+
+    monkeypatch.setattr(kaleido, "Kaleido", Broken)
+    images, problem = handout.figure_images([object()], "svg")
+    assert images == [] and problem == ("the charts are left out: they could not be drawn "
+                                        "(RuntimeError: no Chromium here)")

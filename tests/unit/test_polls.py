@@ -1,0 +1,142 @@
+"""Prediction polls (mad_core/polls.py): validated input that writes nothing when refused, one
+prediction per voter (a second one replaces the first), counts hidden until the reveal, who
+predicted the decision, and predictions from many threads at once."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mad_core import polls
+from mad_core.events import DecisionReached
+from mad_core.polls import PollError
+from mad_core.store import Store
+
+CONFIG = {"question": "Which gas do plants absorb?", "protocol": "simple_voting", "paradigm": "memory",
+          "agents": [{"label": "Agent 1", "model": "scripted/echo"}, {"label": "Agent 2", "model": "scripted/echo"}]}
+DEBATE = "d" * 32
+
+
+@pytest.fixture
+def store(tmp_path):
+    opened = Store(tmp_path / "polls.db")
+    opened.create_debate(DEBATE, CONFIG)
+    yield opened
+    opened.close()
+
+
+def decide(store: Store, answer: str = "I am sure.\nFinal answer: CO2") -> None:
+    store.record(DecisionReached(round=1, protocol="simple_voting", answer=answer, winner_agent="Agent 1",
+                                 winner_index=0), DEBATE)
+
+
+def counts(store: Store) -> tuple[int, int]:
+    return (store.db.execute("SELECT COUNT(*) FROM polls").fetchone()[0],
+            store.db.execute("SELECT COUNT(*) FROM predictions").fetchone()[0])
+
+
+def test_the_migration_creates_polls_and_predictions_with_one_prediction_per_voter(store):
+    assert "m005_polls" in store.applied_migrations()
+    assert store.applied_migrations().index("m005_polls") == store.applied_migrations().index("m004_experiments") + 1
+    assert set(store.db["polls"].columns_dict) == {"id", "debate_id", "question", "options", "status", "created_at"}
+    assert set(store.db["predictions"].columns_dict) == {"poll_id", "voter", "option", "at"}
+    assert store.db["predictions"].pks == ["poll_id", "voter"]
+
+
+def test_open_predict_change_close_reveal_and_results(store):
+    poll_id = polls.open_poll(store, DEBATE, ["CO2", " O2 ", "co2", ""], question="Which gas wins?")
+    poll = polls.get_poll(store, poll_id)
+    assert poll["options"] == ["CO2", "O2"] and poll["status"] == "open" and poll["question"] == "Which gas wins?"
+    assert polls.polls_of(store, DEBATE)[0]["id"] == poll_id
+    polls.predict(store, poll_id, "Ada", "O2")
+    polls.predict(store, poll_id, "Bo", "CO2")
+    polls.predict(store, poll_id, " Ada ", "CO2")  # Ada changes her mind: updated, not added
+    hidden = polls.results(store, poll_id)
+    assert hidden["total"] == 2 and hidden["voters"] == ["Ada", "Bo"]
+    # Must not happen: counts, predictions or the decision given out before the reveal.
+    assert hidden["counts"] is None and hidden["predictions"] is None and hidden["decision"] is None
+    polls.close(store, poll_id)
+    with pytest.raises(PollError, match="closed") as refused:
+        polls.predict(store, poll_id, "Cy", "O2")
+    assert refused.value.field == "poll_id" and polls.results(store, poll_id)["total"] == 2
+    decide(store)
+    polls.reveal(store, poll_id)
+    shown = polls.results(store, poll_id)
+    assert shown["counts"] == {"CO2": 2, "O2": 0} and shown["decision"] == "CO2"
+    assert shown["right"] == ["Ada", "Bo"]
+    assert {p["voter"]: (p["option"], p["right"]) for p in shown["predictions"]} == \
+        {"Ada": ("CO2", True), "Bo": ("CO2", True)}
+    with pytest.raises(PollError, match="revealed"):
+        polls.close(store, poll_id)
+
+
+def test_a_revealed_poll_without_a_decision_says_so_and_a_wrong_prediction_is_wrong(store):
+    poll_id = polls.open_poll(store, DEBATE, ["CO2", "O2"])
+    polls.predict(store, poll_id, "Ada", "O2")
+    polls.reveal(store, poll_id)  # an open poll is closed by the reveal
+    assert polls.results(store, poll_id)["decision"] is None
+    assert polls.results(store, poll_id)["right"] == []
+    decide(store, "Final answer: **o2**")
+    assert polls.results(store, poll_id)["right"] == ["Ada"]  # compared as normalized answers
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda s, p: polls.predict(s, p, "", "CO2"), "voter"),
+    (lambda s, p: polls.predict(s, p, "   ", "CO2"), "voter"),
+    (lambda s, p: polls.predict(s, p, "x" * 81, "CO2"), "voter"),
+    (lambda s, p: polls.predict(s, p, "Ada", "N2"), "option"),
+    (lambda s, p: polls.predict(s, p, "Ada", None), "option"),
+    (lambda s, p: polls.predict(s, "nope", "Ada", "CO2"), "poll_id"),
+    (lambda s, p: polls.open_poll(s, "no-such-debate", ["a", "b"]), "debate_id"),
+    (lambda s, p: polls.open_poll(s, DEBATE, ["a", "A"]), "options"),
+    (lambda s, p: polls.open_poll(s, DEBATE, "a\nb"), "options"),
+    (lambda s, p: polls.open_poll(s, DEBATE, [str(i) for i in range(13)]), "options"),
+    (lambda s, p: polls.open_poll(s, DEBATE, ["a", "b" * 201]), "options[1]"),
+    (lambda s, p: polls.open_poll(s, DEBATE, ["a", "b"], question=" "), "question"),
+])
+def test_bad_input_names_the_field_and_writes_nothing(store, call, field):
+    poll_id = polls.open_poll(store, DEBATE, ["CO2", "O2"])
+    before = counts(store)
+    with pytest.raises(PollError) as refused:
+        call(store, poll_id)
+    assert refused.value.field == field and str(refused.value).startswith(f"{field}: ")
+    assert counts(store) == before
+
+
+def test_agent_options_are_the_distinct_final_answers():
+    answers = {"Agent 1": "Long reasoning.\nFinal answer: 42", "Agent 2": "Final answer: 42.0",
+               "Agent 3": "I think it is 41", "Agent 4": ""}
+    assert polls.agent_options(answers) == ["42", "I think it is 41"]
+
+
+def test_concurrent_predictions_from_threads_are_all_kept_once(store):
+    poll_id = polls.open_poll(store, DEBATE, ["CO2", "O2"])
+    voters = [f"student {i}" for i in range(12)]
+    start = threading.Barrier(len(voters) + 2)
+    errors: list[BaseException] = []
+
+    def vote(voter: str, options: list[str]) -> None:
+        own = Store(store.path)  # a connection per thread, as the app does
+        try:
+            start.wait(timeout=30)
+            for option in options:
+                polls.predict(own, poll_id, voter, option)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=vote, args=(v, ["O2", "CO2"] if i % 2 else ["CO2"]))
+               for i, v in enumerate(voters)]
+    # two more threads hammer one voter: whatever the interleaving, that voter keeps one prediction
+    threads += [threading.Thread(target=vote, args=("twice", ["CO2", "O2"] * 5)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    rows = list(store.db.query("SELECT voter, option FROM predictions WHERE poll_id = ?", [poll_id]))
+    assert sorted(r["voter"] for r in rows) == sorted([*voters, "twice"])
+    assert {r["voter"]: r["option"] for r in rows if r["voter"] != "twice"} == {v: "CO2" for v in voters}
+    polls.reveal(store, poll_id)
+    assert polls.results(store, poll_id)["counts"]["CO2"] >= len(voters)
