@@ -334,7 +334,7 @@ def mutate(data: dict, draw: Callable[..., Any], borrowed: list[Any]) -> Any:
     """One random change at a random place: replace, delete, add, or duplicate a list item."""
     where = draw(st.sampled_from(paths(data)), label="path")
     if not where:
-        return draw(VALUES, label="document")
+        return copy.deepcopy(draw(VALUES, label="document"))  # never the shared DEEP itself: later mutations would change it
     parent = data
     for key in where[:-1]:
         parent = parent[key]
