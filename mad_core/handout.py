@@ -36,7 +36,7 @@ import plotly.graph_objects as go
 from . import figures
 from .answers import final_answer
 from .store import TAG_COLOURS, Store, describe_ballot, format_time, md_safe
-from .tasks.answer_types import KINDS, is_correct, read_answer
+from .tasks.answer_types import DebateAnswerType, is_correct, read_answer
 from .view import DISCUSSION_KINDS, DebateView
 
 IMAGE_WIDTH_PX = 760  # a wide chart: an A4 page's text width
@@ -70,18 +70,6 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
     return answer.strip(), (full or decision.answer).strip()
 
 
-def answer_type(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(the debate's answer type, the keywords its reader needs: the options of a choice, the
-    names of a Knight-Knave-Spy puzzle)."""
-    kind = config.get("answer_type") if config.get("answer_type") in KINDS else "text"
-    options = config.get("answer_options") if isinstance(config.get("answer_options"), list) else None
-    if kind == "choice":
-        return kind, {"choices": options}
-    if kind == "kks":
-        return kind, {"names": options}
-    return kind, {}
-
-
 def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
     """(True / False / None when it cannot be judged, a sentence saying so) for the decision
     against the reference answer, read with the debate's answer type. Never raises."""
@@ -89,7 +77,8 @@ def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
     reference = config.get("reference")
     if view.decision is None or not isinstance(reference, str) or not reference.strip():
         return None, "no decision to compare" if view.decision is None else "no reference answer"
-    kind, keywords = answer_type(config)
+    answer_type = DebateAnswerType.of(config)
+    kind, keywords = answer_type.kind, answer_type.keywords
     answer, _ = decision_texts(view)
     if not read_answer(kind, reference, **keywords).valid:
         return None, f"the reference cannot be read as a {kind} answer"
@@ -102,13 +91,6 @@ def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
 
 
 # ----- what the handout holds -------------------------------------------------------------------
-def _round_title(view: DebateView, rnd: int) -> str:
-    if rnd == 0:
-        return "Independent drafts" if any(t.kind == "draft" for t in view.turns if t.round == 0) else "Setup"
-    topic = view.round_topics().get(rnd)
-    return f"Round {rnd}: {topic}" if topic else f"Round {rnd}"
-
-
 def _notes(store: Store, debate_id: str) -> dict[str, list[dict[str, str]]]:
     """turn id -> [{"tag", "note", "color"}]; the colour is the tag's in the shared codebook, kept
     only when it is one of the codebook's colour names or a #rrggbb (it goes into a style)."""
@@ -131,7 +113,7 @@ def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: di
 
     def round_of(rnd: int) -> dict[str, Any]:
         if rnd not in by_number:
-            by_number[rnd] = {"round": rnd, "title": _round_title(view, rnd), "items": []}
+            by_number[rnd] = {"round": rnd, "title": view.round_title(rnd), "items": []}
             rounds.append(by_number[rnd])
         return by_number[rnd]
 

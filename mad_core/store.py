@@ -369,7 +369,7 @@ def debate_correctness(debate: dict[str, Any], summary: dict[str, Any] | None = 
     the debate's answer type (`tasks.answer_types.is_correct`: "(B) Paris" is B, 0.5 is 1/2), or,
     when given, the metric report's `summary["correct"]` (free-text answers are grouped there by
     meaning). Never a plain string comparison; never raises."""
-    from .tasks.answer_types import KINDS, is_correct
+    from .tasks.answer_types import DebateAnswerType, is_correct
 
     reference = debate.get("reference")
     if not (isinstance(reference, str) and reference.strip()):
@@ -380,10 +380,8 @@ def debate_correctness(debate: dict[str, Any], summary: dict[str, Any] | None = 
     if summary and isinstance(summary.get("correct"), bool):
         return "correct" if summary["correct"] else "incorrect"
     config = debate.get("config") if isinstance(debate.get("config"), dict) else {}
-    kind = config.get("answer_type") if config.get("answer_type") in KINDS else "text"
-    options = config.get("answer_options") or None
-    verdict = is_correct(kind, answer, reference, choices=options if kind == "choice" else None,
-                         names=options if kind == "kks" else None)
+    answer_type = DebateAnswerType.of(config)
+    verdict = is_correct(answer_type.kind, answer, reference, **answer_type.keywords)
     if verdict is None:
         return "reference unreadable"
     return "correct" if verdict else "incorrect"
@@ -739,6 +737,9 @@ class Store:
         with self._write():
             for table in ("turns", *CHILD_TABLES, "metric_reports"):
                 self.db[table].delete_where("debate_id = ?", [debate_id])
+            # its prediction polls (mad_core/polls.py) and their predictions go with it
+            self.db["predictions"].delete_where("poll_id IN (SELECT id FROM polls WHERE debate_id = ?)", [debate_id])
+            self.db["polls"].delete_where("debate_id = ?", [debate_id])
             self.db["debates"].delete_where("id = ?", [debate_id])
 
     def _insert(self, table: str, row: dict[str, Any], **kwargs: Any) -> int | None:

@@ -135,6 +135,14 @@ class DebateView:
             return {}
         return paradigm.round_topics(self.config, self.turns)
 
+    def round_title(self, rnd: int) -> str:
+        """A round's heading, plain text: "Independent drafts" or "Setup" for round 0, else
+        "Round N", with what the round is about where its paradigm says (`round_topics`)."""
+        if rnd == 0:
+            return "Independent drafts" if any(t.kind == "draft" for t in self.turns if t.round == 0) else "Setup"
+        topic = self.round_topics().get(rnd)
+        return f"Round {rnd}: {topic}" if topic else f"Round {rnd}"
+
     def votes_of_round(self, rnd: int) -> list[VoteCast]:
         """The last ballot of each voter in a round (re-asked ballots replace earlier ones)."""
         latest: dict[str, VoteCast] = {}

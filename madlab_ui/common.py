@@ -38,6 +38,7 @@ MODERATOR_AVATAR = "📣"
 DEBATE_ID = "debate_id"  # the debate this browser session watches on the Debate page
 FORK_REQUEST = "fork_request"  # {"parent_id", "seq", "turn_index", "config"} set by the Transcripts page
 OPEN_DEBATE = "open_debate"  # the debate opened on the Transcripts page
+POLL_VOTER = "poll_me"  # the name this session predicted under on the Poll page (kept across reloads)
 OWNER_ID = "owner_id"  # the session's owner id, also its token in the URL (madlab_ui.session_memory)
 
 

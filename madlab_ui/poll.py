@@ -26,7 +26,7 @@ from mad_core import polls
 from mad_core.polls import PollError
 from mad_core.view import DebateView
 
-from .common import md_escape, open_store, owner_id
+from .common import POLL_VOTER, md_escape, open_store, owner_id
 
 POLL_REFRESH_S = 2.0
 POLL_PAGE = "Poll"  # the students' page's URL path (madlab_ui/navigation.py)
@@ -171,7 +171,7 @@ def _predict(poll_id: str) -> None:
     voter = (st.session_state.get("poll_voter") or "").strip() or guest_name()
     _act(polls.predict, poll_id, voter, st.session_state.get("poll_choice"),
          done="Prediction recorded: you may change it until the poll closes.")
-    st.session_state["poll_me"] = voter
+    st.session_state[POLL_VOTER] = voter
 
 
 def guest_name() -> str:
@@ -203,7 +203,7 @@ def render_student_page() -> None:
         st.markdown(f"**The debate's question:** {md_escape(record.get('question', ''))}")
     st.header(md_escape(poll["question"]))
     _notice()
-    me = st.session_state.get("poll_me")
+    me = st.session_state.get(POLL_VOTER) or guest_name()  # a reload keeps both (session_memory)
     mine = polls.results(store, poll["id"])
     if poll["status"] == "open":
         st.radio("Which answer will win?", poll["options"], key="poll_choice", index=None)

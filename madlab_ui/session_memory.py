@@ -5,7 +5,7 @@ Streamlit forgets `st.session_state` when the browser reloads (a reload is a new
 page keeps `?session=<token>` in its URL; the token is the session's owner id (`common.owner_id`),
 so a reloaded tab still owns the debates it started. The Debate page adds `debate=<id>` while it
 watches a debate. The form's values (every key of `forms.form_defaults()`, `forms.FORM_EXTRA`, a
-pending fork) and the watched debate's id are kept in this server process under the token: a dict
+pending fork), the watched debate's id and the name a student predicted under on the Poll page are kept in this server process under the token: a dict
 behind a lock (the Streamlit server is one long-lived process; sessions run in their own threads).
 A new session that arrives with a token gets them back before any widget is drawn.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import streamlit as st
 
-from .common import DEBATE_ID, FORK_REQUEST, OWNER_ID
+from .common import DEBATE_ID, FORK_REQUEST, OWNER_ID, POLL_VOTER
 
 TOKEN_PARAM = "session"  # URL parameter: the session token (= owner id)
 DEBATE_PARAM = "debate"  # URL parameter: the debate the Debate page watches
@@ -62,7 +62,7 @@ def remembered_keys() -> list[str]:
     """The session-state keys a reload brings back."""
     from .forms import FORM_EXTRA, form_defaults
 
-    return [*form_defaults(), FORM_EXTRA, FORK_REQUEST, DEBATE_ID]
+    return [*form_defaults(), FORM_EXTRA, FORK_REQUEST, DEBATE_ID, POLL_VOTER]
 
 
 def valid_token(value: Any) -> bool:

@@ -79,14 +79,6 @@ def round_status(view: DebateView, rnd: int) -> str:
     return "done"
 
 
-def _round_title(view: DebateView, rnd: int) -> str:
-    if rnd == 0:
-        kinds = {t.kind for t in view.turns if t.round == 0}
-        return "Independent drafts" if "draft" in kinds else "Setup"
-    topic = view.round_topics().get(rnd)  # seed 001's per-player debate: the player discussed
-    return f"Round {rnd}: {md_escape(topic)}" if topic else f"Round {rnd}"
-
-
 @dataclass
 class Walk:
     """How far a transcript has been drawn: the next timeline position, the round being shown,
@@ -128,7 +120,7 @@ def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras 
             walk.current = turn.round
             if walk.current not in walk.shown:
                 with st.container(key=f"round_{walk.current}"):
-                    st.markdown(f"#### {_round_title(view, walk.current)}")
+                    st.markdown(f"#### {md_escape(view.round_title(walk.current))}")
                     st.caption(md_escape(round_status(view, walk.current)))
         _bubble(view, turn, k, extras, paused)
     return walk

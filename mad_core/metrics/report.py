@@ -60,7 +60,7 @@ from typing import Any
 
 from ..answers import final_answer
 from ..events import DISCUSSION_KINDS
-from ..tasks.answer_types import KINDS, is_correct, read_answer
+from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer
 from ..view import DebateView
 from .answers import disagreement, entropy, log_likelihood, path_consistency
 from .decisions import judge_side_agreement, model_family
@@ -307,7 +307,7 @@ def compute_report(view: DebateView, *, embed: Embedder | None = None, rounds: s
     pass a `MemoEmbedder` to share its cache. Never raises: a failure inside gives the empty
     report with the reason under "problems"."""
     config = view.config or {}
-    kind = config.get("answer_type") if config.get("answer_type") in KINDS else "text"
+    kind = DebateAnswerType.of(config).kind
     try:
         return _compute(view, config, kind, embed if embed is not None else MemoEmbedder(None), rounds, embedder)
     except Exception as exc:  # noqa: BLE001 - a report must never take a page or an export down
@@ -320,8 +320,7 @@ def _compute(view: DebateView, config: dict, kind: str, embed: Embedder, only: s
              embedder: str | None) -> dict[str, Any]:
     report = empty_report(view, kind)
     report["embedder"] = embedder or embedder_name(getattr(embed, "embed", embed))
-    options = config.get("answer_options") if isinstance(config.get("answer_options"), list) else None
-    reader = AnswerReader(kind, options, config.get("reference"), embed)
+    reader = AnswerReader(kind, DebateAnswerType.of(config).options, config.get("reference"), embed)
     report["reference"] = reader.truth_display
     if reader.reference is not None and reader.truth_value is None:
         report["problems"].append(f"the reference cannot be read as answer type {kind!r}")

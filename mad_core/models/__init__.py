@@ -566,6 +566,7 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
     complete = _router_module().completion_for(model) or _litellm().completion
     pump = _Pump(lambda: complete(messages=messages, stream=True, **_route(model, options)))
     waited = 0.0
+    finished = False
     try:
         while True:
             asked = time.perf_counter()
@@ -577,6 +578,11 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
                 attempt.error = chunk if kind == "error" else _attempt_timeout(model, timeout, len(parts))
                 break
             attempt.usage = getattr(chunk, "usage", None) or attempt.usage
+            if finished and attempt.usage is not None:
+                # The usage chunk that follows the last one: litellm would build the whole
+                # response once more before ending the stream, for nothing we read.
+                break
+            finished = finished or bool(chunk.choices and chunk.choices[0].finish_reason)
             piece = chunk.choices[0].delta.content if chunk.choices else None
             if not piece:
                 continue

@@ -111,6 +111,31 @@ LETTERS = "ABCDEFGHIJ"
 
 
 @dataclass(frozen=True)
+class DebateAnswerType:
+    """How a debate's answers are read, from its config: ``answer_type`` (else "text") and its
+    ``answer_options`` (the options of a choice, the names of a Knight-Knave-Spy puzzle)."""
+
+    kind: str = "text"
+    options: list[str] | None = None
+
+    @classmethod
+    def of(cls, config: Mapping | None) -> "DebateAnswerType":
+        config = config if isinstance(config, Mapping) else {}
+        kind = config.get("answer_type") if config.get("answer_type") in KINDS else "text"
+        options = config.get("answer_options")
+        return cls(kind, [str(o) for o in options] if isinstance(options, list) and options else None)
+
+    @property
+    def keywords(self) -> dict[str, Any]:
+        """The keywords `read_answer` and `is_correct` take for this type."""
+        if self.kind == "choice":
+            return {"choices": self.options}
+        if self.kind == "kks":
+            return {"names": self.options}
+        return {}
+
+
+@dataclass(frozen=True)
 class Reading:
     """An answer as read: ``value`` (normalised, hashable) or None with ``reason``.
 

@@ -130,3 +130,27 @@ def test_student_page_without_a_poll_asks_for_the_code_and_names_an_unknown_one(
     assert "poll_id_input" in keys(at)
     at.text_input(key="poll_id_input").set_value("nope").run()
     assert "there is no poll nope" in texts(at.main)
+
+
+def test_a_student_who_reloads_the_poll_page_still_sees_their_prediction_and_casts_no_second():
+    from madlab_ui.session_memory import TOKEN_PARAM
+
+    debate_id = run_debate()
+    poll_id = polls.open_poll(Store(), debate_id, ["Paris", "Lyon"])
+    phone = student(poll_id)
+    phone.radio(key="poll_choice").set_value("Lyon").run()  # no name: an anonymous guest of this device
+    phone.button(key="poll_predict").click().run()
+    assert "Lyon" in texts(phone.get_by_key("poll_mine"))
+    token = phone.query_params[TOKEN_PARAM]
+    reloaded = AppTest.from_file(APP, default_timeout=30)  # a reload is a new session with the same URL
+    reloaded.query_params[TOKEN_PARAM] = token[0] if isinstance(token, list) else token
+    reloaded.query_params["poll"] = poll_id
+    reloaded.run()
+    reloaded.switch_page(POLL).run()
+    assert not reloaded.exception, reloaded.exception
+    assert "Lyon" in texts(reloaded.get_by_key("poll_mine"))
+    reloaded.radio(key="poll_choice").set_value("Paris").run()
+    reloaded.button(key="poll_predict").click().run()
+    # Must not happen: the reloaded device counts as a second voter.
+    assert polls.results(Store(), poll_id)["total"] == 1
+    assert "Paris" in texts(reloaded.get_by_key("poll_mine"))

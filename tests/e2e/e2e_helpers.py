@@ -9,6 +9,7 @@ import re
 import uuid
 
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 LIVE_TIMEOUT = 120_000  # ms: a scripted debate on a slow, shared 2-core machine
 
@@ -78,13 +79,19 @@ def choose(page: Page, name: str, value: str) -> None:
     """Pick `value` in the selectbox keyed `name` (typing it: works for new options too)."""
     box = key(page, name)
     field = box.locator("input")
-    field.click()
-    field.fill(value)
     exact = page.get_by_role("option", name=value, exact=True)
-    if exact.count():
-        exact.first.click()
-    else:
-        field.press("Enter")
+    for attempt in range(3):
+        field.click()
+        field.fill(value)
+        if not exact.count():
+            field.press("Enter")
+            break
+        try:  # the list may close under the pointer (a rerun redraws the form): open it again
+            exact.first.click(timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
     expect(field).to_have_value(value)
     wait_for_idle(page)
 

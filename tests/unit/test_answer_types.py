@@ -250,3 +250,16 @@ def test_odd_inputs(odd):
 def test_kks_reads_reasoning_gym_island_words(text, expected):
     reading = read_answer("kks", text, names=["Riley", "Daniel"])
     assert (reading.value if reading.valid else None) == expected
+
+
+def test_a_debates_answer_type_comes_from_its_config_with_the_keywords_its_reader_needs():
+    from mad_core.tasks.answer_types import DebateAnswerType
+
+    choice = DebateAnswerType.of({"answer_type": "choice", "answer_options": ["Paris", "Rome"]})
+    assert (choice.kind, choice.keywords) == ("choice", {"choices": ["Paris", "Rome"]})
+    assert is_correct(choice.kind, "(A) Paris", "A", **choice.keywords)
+    kks = DebateAnswerType.of({"answer_type": "kks", "answer_options": ["Ann", "Bob"]})
+    assert kks.keywords == {"names": ["Ann", "Bob"]}
+    # Must not happen: an unknown type, or options that are not a list, reach a reader.
+    assert DebateAnswerType.of({"answer_type": "essay", "answer_options": "A,B"}) == DebateAnswerType("text", None)
+    assert DebateAnswerType.of(None).keywords == {}

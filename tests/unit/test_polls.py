@@ -140,3 +140,15 @@ def test_concurrent_predictions_from_threads_are_all_kept_once(store):
     assert {r["voter"]: r["option"] for r in rows if r["voter"] != "twice"} == {v: "CO2" for v in voters}
     polls.reveal(store, poll_id)
     assert polls.results(store, poll_id)["counts"]["CO2"] >= len(voters)
+
+
+def test_deleting_a_debate_deletes_its_polls_and_predictions_only(store):
+    other = "e" * 32
+    store.create_debate(other, CONFIG)
+    polls.predict(store, polls.open_poll(store, DEBATE, ["CO2", "O2"]), "Ada", "CO2")
+    kept = polls.open_poll(store, other, ["CO2", "O2"])
+    polls.predict(store, kept, "Bo", "O2")
+    store.delete_debate(DEBATE)
+    # Must not happen: a deleted debate's poll left behind, or another debate's poll taken with it.
+    assert counts(store) == (1, 1)
+    assert polls.polls_of(store, DEBATE) == [] and polls.results(store, kept)["total"] == 1
