@@ -7,9 +7,9 @@ not the whole page (the form, the settled transcript, the plots), so the state i
 in the steering line within a fraction of a second. The line reads the controller directly (not
 the folded view, which lags by a refresh): the state asked for and what it waits for, in words
 that say what the engine does (`steering_line`). The line is a fragment nested in the controls'
-one; while a request is under way (a stop, a forced decision) it refreshes itself as often as the
-live page does, so "deciding: collecting 3 votes (1/3)" counts up as ballots come; otherwise it
-changes only when a control is used or the page is redrawn.
+one; while the debate runs it refreshes itself as often as the live page does, so "deciding:
+collecting 3 votes (1/3)" counts up as ballots come, and it redraws the page when the buttons were
+drawn for a state that is gone (a pause from another tab).
 
 A message reaches the agents' next prompts (the engine applies it between turns), then shows up
 in the transcript as `steer_{j}`. `resume_button` continues a stopped, failed or interrupted
@@ -34,6 +34,7 @@ from .live_page import SESSION_KEY, LivePage, refresh_interval
 NOTICE = "steer_notice"
 RESUME_ERROR = "resume_error"
 STEERING_KEY = "steering_status"
+CONTROLS_DRAWN = "controls_drawn"  # the control_state the buttons were last drawn for
 STOPPING = "stopping: the current turn is cut, and no further turn starts"  # engine: stop cuts at the next piece
 PAUSED = "paused: nothing more is generated until Resume"  # engine: a paused stream waits before its next piece
 _CALLS = {"voting": "collecting {n} votes", "extraction": "extracting {n} answers", "judge": "asking the judge",
@@ -108,17 +109,31 @@ def steering_note(debate: LiveDebate | None) -> str | None:
     return None
 
 
+def control_state(debate: LiveDebate | None) -> tuple:
+    """What the buttons show (which are enabled) depends on this, read from the controller now."""
+    if debate is None:
+        return ()
+    controller = debate.controller
+    return debate.done, controller.stopped, controller.paused, controller.force_requested
+
+
 def _steering(debate: LiveDebate | None) -> None:
-    """The steering line's fragment body."""
-    if debate is not None:
-        with st.container(key=STEERING_KEY):
-            st.markdown(f"**{md_escape(steering_line(debate))}**")
+    """The steering line's fragment body. When the controller's state is no longer what the buttons
+    were drawn for (another tab or the Presenter page paused the debate, or the controls' own rerun
+    after a click was folded into another run and never drew), the whole page runs again, so no
+    button stays enabled or disabled for a state that is gone (Resume must be there once paused)."""
+    if debate is None:
+        return
+    if st.session_state.get(CONTROLS_DRAWN) != control_state(debate):
+        st.rerun(scope="app")
+    with st.container(key=STEERING_KEY):
+        st.markdown(f"**{md_escape(steering_line(debate))}**")
 
 
 def steering_interval(debate: LiveDebate | None) -> float | None:
-    """How often the steering line refreshes itself: while a stop or a forced decision is under way,
-    as often as the live page (see `live_page.refresh_interval`); else never (None)."""
-    if debate is None or debate.done or not (debate.controller.stopped or debate.controller.force_requested):
+    """How often the steering line refreshes itself while the debate runs: as often as the live
+    page (see `live_page.refresh_interval`); once it has ended, never (None)."""
+    if debate is None or debate.done:
         return None
     page = st.session_state.get(SESSION_KEY)
     return refresh_interval(page) if isinstance(page, LivePage) else None
@@ -147,6 +162,7 @@ def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
     active = debate is not None and not debate.done and not debate.controller.stopped
     paused = active and debate.controller.paused
     controller = debate.controller if debate is not None else None
+    st.session_state[CONTROLS_DRAWN] = control_state(debate)
     with st.container(key="controls"):
         st.fragment(run_every=steering_interval(debate))(_steering)(debate)
         top, bottom = st.columns(2), st.columns(2)

@@ -84,9 +84,16 @@ if ! cmp -s "$cache/llama-server" .venv/bin/llama-server; then
   mv -f .venv/bin/.llama-server.tmp .venv/bin/llama-server
 fi
 
-if [ "$want_browser" = "1" ] && ! command -v chromium >/dev/null 2>&1; then
-  echo "Installing Debian's Chromium for the browser tests..."
+# Chromium with an emoji font: the app's status marks and icons (⏸️ ✅ 🟢) are emoji, drawn as empty
+# boxes in screenshots without one.
+browser_packages=""
+if [ "$want_browser" = "1" ]; then
+  command -v chromium >/dev/null 2>&1 || browser_packages=" chromium"
+  if ! fc-list 2>/dev/null | grep -qi "color emoji"; then browser_packages="$browser_packages fonts-noto-color-emoji"; fi
+fi
+if [ -n "$browser_packages" ]; then
+  echo "Installing from Debian for the browser tests:$browser_packages"
   if [ "$(id -u)" = "0" ]; then SUDO=; else SUDO=sudo; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $browser_packages >/dev/null
 fi

