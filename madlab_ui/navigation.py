@@ -19,15 +19,17 @@ import streamlit as st
 from .common import ROOT
 
 # (file relative to app.py, title, icon, url path); the first one is the default page, served at "/".
-# Material icons: Streamlit ships their font, so they show where no emoji font is installed.
+# Emoji, not Material icons: a page's icon is also the tab's favicon, and Streamlit's browser code
+# fetches a Material favicon from fonts.gstatic.com (a request offline), while an emoji favicon is
+# drawn locally (an SVG data URL).
 PAGES = [
-    ("app.py", "Debate", ":material/forum:", None),
-    ("pages/1_Transcripts.py", "Transcripts", ":material/article:", "Transcripts"),
-    ("pages/2_Compare.py", "Compare", ":material/compare:", "Compare"),
-    ("pages/3_Models.py", "Models", ":material/smart_toy:", "Models"),
-    ("pages/4_Experiments.py", "Experiments", ":material/science:", "Experiments"),
-    ("pages/5_Presenter.py", "Presenter", ":material/co_present:", "Presenter"),
-    ("pages/6_Poll.py", "Poll", ":material/how_to_vote:", "Poll"),
+    ("app.py", "Debate", "💬", None),
+    ("pages/1_Transcripts.py", "Transcripts", "📜", "Transcripts"),
+    ("pages/2_Compare.py", "Compare", "🆚", "Compare"),
+    ("pages/3_Models.py", "Models", "🤖", "Models"),
+    ("pages/4_Experiments.py", "Experiments", "🧪", "Experiments"),
+    ("pages/5_Presenter.py", "Presenter", "📽️", "Presenter"),
+    ("pages/6_Poll.py", "Poll", "🗳️", "Poll"),
 ]
 
 _inside = threading.local()  # set while the chosen page runs (each session's script runs in its own thread)

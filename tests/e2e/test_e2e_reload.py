@@ -81,6 +81,8 @@ def test_reload_and_second_tab_show_the_running_debate_and_the_form(page, server
 
 
 def test_sidebar_names_the_debate_page(page, server):
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     open_debate_page(page, server.url)
     nav = page.locator('[data-testid="stSidebarNav"]')
     expect(nav.get_by_role("link", name="Debate", exact=True)).to_be_visible()
@@ -91,6 +93,9 @@ def test_sidebar_names_the_debate_page(page, server):
     nav.get_by_role("link", name="Transcripts", exact=True).click()
     expect(page).to_have_url(re.compile(r"/Transcripts(\?|$)"))
     expect(page.get_by_role("heading", name="Transcripts")).to_be_visible()
+    # Must not happen: the pages (their favicons included) ask anything of a host but this server.
+    outside = [url for url in requested if not url.startswith((server.url, "data:", "blob:"))]
+    assert not outside, outside
 
 
 def _inside(box: dict | None, viewport: dict) -> bool:
