@@ -53,15 +53,19 @@ def watch(debate_id: str) -> None:
 
 
 # A projector is 1280x720: the form box and the transcript box take the height the window has (a fixed
-# height either hides Start and the latest turn below the fold there or wastes a large screen), and the
+# height either hides Start and the latest turn below the fold there or wastes a large screen; the form's
+# column is as high as the window allows and its box takes what a fork banner, the summary of the form's
+# problems, Start and its caption leave, so these stay in view), and the
 # page's top padding shrinks, so Start, the status line, the latest turn and the sidebar's steering
 # controls are in view without scrolling the page (tests/e2e/test_e2e_reload.py measures it). Our own
 # static CSS, nothing a user or a model wrote.
 FIT_WINDOW_CSS = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 3rem; padding-left: 2rem; padding-right: 2rem; }
-div:has(> .st-key-setup_form) { --box: max(300px, calc(100dvh - 235px)); }
+[data-testid="stVerticalBlock"]:has(> div > .st-key-setup_form) { height: max(540px, calc(100dvh - 135px)); }
+div:has(> .st-key-setup_form) { flex: 1 1 0 !important; height: auto !important; min-height: 180px; }
+.st-key-form_errors { max-height: 35dvh; overflow-y: auto; flex-shrink: 0; }
 div:has(> .st-key-transcript) { --box: max(300px, calc(100dvh - 300px)); }
-div:has(> .st-key-setup_form), div:has(> .st-key-transcript) { flex-basis: var(--box) !important; height: var(--box) !important; }
+div:has(> .st-key-transcript) { flex-basis: var(--box) !important; height: var(--box) !important; }
 </style>"""
 st.html(FIT_WINDOW_CSS)
 st.subheader(":material/forum: MAD Lab · watch and steer multi-agent LLM debates", anchor=False)

@@ -136,6 +136,14 @@ def _is_answer(line: str) -> bool:
 
 
 @never_raises(_nothing)
+def decided_answer(answer: str | None, details: dict | None = None) -> str:
+    """A decision's answer as a reader sees it: the final answer a protocol extracted (its
+    details' ``final_answer``), else the ``Final answer:`` of its text, else the text itself
+    (stripped; "" for none). The decision card, the list, polls and reports all read it so."""
+    extracted = str((details or {}).get("final_answer") or "") if isinstance(details, dict) else ""
+    return (extracted or final_answer(answer) or answer or "").strip()
+
+
 def final_answer(text: str | None) -> str:
     """The answer after the last "Final answer:" label, else the last non-empty line that is
     neither a confidence line nor an agreement-only line ("" when there is none among the

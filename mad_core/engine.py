@@ -16,7 +16,9 @@ request is waiting for.
 
 Resume and fork replay the debate's schedule over an existing history: a step whose turn is
 already in the history reuses it instead of calling a model, so a resumed debate continues
-from its last finished turn and a fork continues from the chosen turn. A resume checks the
+from its last finished turn and a fork continues from the chosen turn. A fork also keeps what its
+parent's later prompts depended on (`Inheritance`): the moderator messages sent before the fork
+point, delivered at the same place in the replay, and the rounds' speaking orders. A resume checks the
 stored configuration (models available) before it changes anything, then claims the debate
 atomically (one resume at a time); a resume that ends failed before any new turn succeeded
 puts the debate back exactly as it was.
@@ -39,7 +41,7 @@ import time
 import uuid
 from collections import defaultdict, deque
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from . import prompts, registry
@@ -245,7 +247,8 @@ class DebateEngine:
 
     def __init__(self, config: DebateConfig, *, controller: Controller | None = None, store: Any = None,
                  debate_id: str | None = None, history: list[Turn] | None = None, parent_id: str | None = None,
-                 forked_from_seq: int | None = None, resumed: bool = False, claim: ResumeClaim | None = None):
+                 forked_from_seq: int | None = None, resumed: bool = False, claim: ResumeClaim | None = None,
+                 inherited: "Inheritance | None" = None):
         self.cfg = config.validate()
         self.controller = controller or Controller()
         self.controller.bind([a.label for a in config.agents])
@@ -255,6 +258,7 @@ class DebateEngine:
         self.owner = claim.owner if claim is not None else new_owner()
         self._new_ok_turns = 0  # turns that succeeded in this run (not reused)
         self._failure: str | None = None  # why the debate failed, in words
+        self._stop_reason = "stopped by a person"  # a stopped debate's finish reason (it may name the phase)
         path = getattr(store, "path", store)
         # The store listens to the debate's events (written before the consumer sees them).
         self.recorder = DebateRecorder(path, self.debate_id, self.owner, claim) if path is not None else None
@@ -273,6 +277,10 @@ class DebateEngine:
             if turn.status == "ok":
                 self._reuse[(turn.round, turn.agent, turn.kind)].append(turn)
         self._seq = max((t.seq for t in history or []), default=-1) + 1
+        # A fork's moderator messages and round orders from before its fork point (see Inheritance).
+        self.inherited = inherited or Inheritance()
+        self._inherited_messages = deque(sorted(self.inherited.messages, key=lambda m: m[0]))
+        self._unreplayed = {t.seq for t in history or [] if t.status == "ok"}  # history turns not reused yet
         self._seq_lock = threading.Lock()
         self._pending: dict[str, list[str]] = defaultdict(list)
         self._last_solutions: tuple[int, list[str], list[str]] | None = None
@@ -341,7 +349,7 @@ class DebateEngine:
             self.recorder.begin(cfg.to_dict(), parent_id=self.parent_id, forked_from_seq=self.forked_from_seq,
                                 created_at=started, resumed=self.resumed)
         self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=self.resumed, parent_id=self.parent_id,
-                                 ts=started))
+                                 forked_from_seq=self.forked_from_seq, ts=started))
         if cfg.auto_personas:
             self._generate_personas()
         self._emit(PersonasAssigned(dict(self.personas)))
@@ -393,7 +401,7 @@ class DebateEngine:
         self.controller.publish(deciding=False)
         if self.controller.stopped:
             self.status = "stopped"
-            self._emit(DebateFinished("stopped", None, reason="stopped by a person"))
+            self._emit(DebateFinished("stopped", None, reason=self._stop_reason))
             return
         if forced and outcome is None and self.status != "failed":
             self.status = "stopped"
@@ -425,6 +433,9 @@ class DebateEngine:
         self.controller.publish(phase="discussion", round=rnd, expected=0, received=0, deciding=False)
         previous = self._answers_of_round(rnd - 1)
         self.order = self.ordering.order(self.agent_labels(), previous)
+        inherited_order = self.inherited.orders.get(rnd)
+        if inherited_order is not None and sorted(inherited_order) == sorted(self.order):
+            self.order = list(inherited_order)  # a fork's inherited round keeps its parent's order
         self._emit(RoundStarted(rnd, list(self.order)))
         planned = None if drafting else self.paradigm.plan(rnd, list(self.order), self.context)
         if planned is None:  # the engine's own discussion turns
@@ -543,6 +554,7 @@ class DebateEngine:
         old = self._reuse.get((self.round, agent, kind))
         if old:
             turn = old.popleft()
+            self._unreplayed.discard(turn.seq)
             if self.parent_id is not None:  # a fork stores its inherited history under new ids
                 turn = Turn.from_dict({**turn.to_dict(), "id": uuid.uuid4().hex})
             return turn, True
@@ -743,7 +755,8 @@ class DebateEngine:
         """Seed 000: one task-relevant expert per agent without a persona, asked for as one list (see
         `personas`); every call is a recorded turn (under the first agent's label). When the model
         cannot give a usable list, those agents become neutral participants and an ErrorOccurred
-        says so in the debate's record."""
+        says so in the debate's record. A stop while the list is asked for is no such failure: no
+        more is asked, and the debate's finish reason says it was stopped during persona generation."""
         model = self.cfg.persona_model or self.cfg.agents[0].model
         labels = self.agent_labels()
 
@@ -752,8 +765,11 @@ class DebateEngine:
             return (turn.content, "") if turn.status == "ok" else (None, turn.error or turn.status)
 
         result = generate_personas(self.cfg.question, self.cfg.task, labels, ask, self.personas,
-                                   options=self.cfg.answer_options)
+                                   options=self.cfg.answer_options, stopped=lambda: self.controller.stopped)
         self.personas = result.personas
+        if result.stopped:  # a person stopped the debate: no model failure to report, no fallback to give
+            self._stop_reason = result.reason  # "stopped by a person during persona generation"
+            return
         if not result.ok:
             fallback = [label for label in labels if not self.personas.get(label)]
             for label in fallback:
@@ -780,12 +796,29 @@ class DebateEngine:
 
     # ===== plumbing ========================================================================
     def _apply_steering(self) -> None:
+        self._deliver_inherited()
         for action in self.controller.take_actions():
             action.ts = time.time()  # when it took effect (a stored debate replays it there)
             if action.action == "message":
                 for label in action.targets or self.agent_labels():
                     self._pending[label].append(action.message)
             self._emit(action)
+
+    def _deliver_inherited(self) -> None:
+        """A fork's inherited moderator messages, each delivered where its parent's agents got it:
+        at the first step boundary after the inherited turns that came before it were replayed, so
+        the same prompts receive it (a replayed turn's prompt takes it too and is discarded). Shown
+        and stored with the parent's time, which places it among the inherited turns."""
+        labels = self.agent_labels()
+        while self._inherited_messages:
+            before, message = self._inherited_messages[0]
+            if any(seq < before for seq in self._unreplayed):
+                return
+            self._inherited_messages.popleft()
+            for label in message.targets or labels:
+                if label in labels:
+                    self._pending[label].append(message.message)
+            self._emit(replace(message))
 
     def _emit(self, event: Event) -> None:
         """Hand to the listeners (the store: worker thread only), then to the consumer."""
@@ -882,14 +915,54 @@ def resume_debate(debate_id: str, store: Any, controller: Controller | None = No
     return prepare_resume(debate_id, store, controller).run()
 
 
+@dataclass(frozen=True)
+class Inheritance:
+    """What a fork takes from its parent besides the turns it replays.
+
+    `messages`: the moderator messages sent before the fork point, each with the seq of the first
+    parent turn that started after it (it is delivered once the inherited turns before that one
+    were replayed: see `DebateEngine._deliver_inherited`). `orders`: the speaking order of every
+    round that began before the fork point (a random order is not drawn again). Personas, votes
+    and decision attempts need nothing here: replaying the inherited turns reproduces them."""
+
+    messages: tuple[tuple[int, SteeringApplied], ...] = ()
+    orders: dict[int, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of_parent(cls, store: Any, debate_id: str, turns: list[Turn], upto_seq: int) -> "Inheritance":
+        """Read from the store what came before turn `upto_seq` of the debate whose turns are `turns`.
+
+        A message belongs before the fork point when a turn up to `upto_seq` started after it; one
+        sent after the fork-point turn began (or after the last turn) stays with the parent."""
+        by_seq = sorted(turns, key=lambda t: t.seq)
+        messages = []
+        for row in store.steering(debate_id):
+            if row["action"] != "message" or not row.get("message"):
+                continue
+            ts = row.get("ts") or 0.0
+            before = next((t.seq for t in by_seq if (t.started_at or 0.0) > ts), None)
+            if before is not None and before <= upto_seq:
+                messages.append((before, SteeringApplied("message", row.get("targets"), row["message"], ts=ts)))
+        point = next((t for t in by_seq if t.seq == upto_seq), None)
+        last_round = point.round if point is not None else max((t.round for t in by_seq if t.seq <= upto_seq),
+                                                              default=0)
+        orders = {row["round"]: list(row.get("speakers") or []) for row in store.rounds(debate_id)
+                  if row["round"] <= last_round and row.get("speakers")}
+        return cls(tuple(messages), orders)
+
+
 def fork_debate(debate_id: str, upto_seq: int, store: Any, config: DebateConfig | None = None,
                 controller: Controller | None = None) -> DebateEngine:
-    """A new debate, linked to its parent, that inherits the parent's turns up to `upto_seq`."""
+    """A new debate, linked to its parent, that keeps everything of the parent up to turn `upto_seq`:
+    its turns (replayed, not called again), the moderator messages sent before that turn (they reach
+    the fork's later prompts exactly as they reached the parent's), the rounds' speaking orders, and
+    what replaying reproduces (personas, votes, decision attempts). Nothing after the fork point."""
     record = store.get_debate(debate_id)
     if record is None:
         raise KeyError(f"no debate {debate_id!r}")
-    history = [t for t in store.turns(debate_id) if t.seq <= upto_seq]
+    turns = store.turns(debate_id)
+    history = [t for t in turns if t.seq <= upto_seq]
     config = config or DebateConfig.from_dict(record["config"])
     return DebateEngine(config, controller=controller, store=store, history=history, parent_id=debate_id,
-                        forked_from_seq=upto_seq)
+                        forked_from_seq=upto_seq, inherited=Inheritance.of_parent(store, debate_id, turns, upto_seq))
 

@@ -82,6 +82,7 @@ class DebateStarted(Event):
     config: dict[str, Any]
     resumed: bool = False
     parent_id: str | None = None
+    forked_from_seq: int | None = None  # a fork: its turns up to this seq are its parent's
 
 
 @dataclass

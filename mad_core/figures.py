@@ -3,9 +3,17 @@ printable handout (mad_core/handout.py).
 
 What it is for: turning a `DebateView` and its metric report (mad_core/metrics/report.py) into
 figures a class can read: lines per round, the vote chart (horizontal bars, labels shortened
-and wrapped, automargin) and the answer timeline (cells that say the answer in 13 px text, the
-full answer in the hover). One answer -> colour map per debate (`answer_colors`) is used by
-every chart that colours by answer, so an answer has the same colour everywhere.
+and wrapped, automargin) and the answer timeline (cells that say the answer in 13 px text cut
+to what fits the cell, the full answer in the hover; a legend instead when the cells are too
+narrow for text). One answer -> colour map per debate (`answer_colors`) is used by every chart
+that colours by answer, and every measure has its own fixed line colour (`SERIES`), so the app
+(Streamlit's theme) and the handout (plotly's template) draw the same colours.
+
+Readable at the narrowest width a chart is drawn (`CHART_MIN_WIDTH_PX`: one chart per row in the
+Debate page's stage column at 1280x720): a chart's title is short (`TITLE_PX`) with the detail in
+a subtitle, both clear of the toolbar's camera in the top right corner. Text widths are
+estimated with a wide sans-serif's letter widths (`text_px`), so what fits by the estimate fits
+in the fonts plotly falls back to.
 
 Plotly reads a few tags in text (<b>, <br>, <a href=...>) as markup, so every piece of model
 text that goes into a figure passes through `plot_text` (`<`, `>` and `&` escaped; plotly shows
@@ -18,6 +26,7 @@ or its report.
 from __future__ import annotations
 
 import html
+import unicodedata
 from typing import Any
 
 import plotly.graph_objects as go
@@ -31,6 +40,21 @@ CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca
 NO_ANSWER_COLOR = "#d9d9d9"
 CELL_FONT_PX = 13  # the timeline's cell text: legible on a projector
 TICK_FONT_PX = 12
+TITLE_FONT_PX = 16
+SUBTITLE_FONT_PX = 12
+CHART_MIN_WIDTH_PX = 460  # the narrowest a chart is drawn: the Debate page's stage column at 1280x720
+MODEBAR_PX = 44  # the toolbar's camera, top right: titles end before it
+TITLE_PX = CHART_MIN_WIDTH_PX - MODEBAR_PX - 24  # a title's (and a subtitle's) room, after its left pad
+CELL_PAD_PX = 6  # the timeline's cell text keeps this far from each side of its cell
+CELL_LINES = 2
+VOTE_ANSWER_PX = 150  # a vote bar's answer under its label
+MIN_CELL_TEXT_PX = 36  # a narrower cell holds no text: the timeline gets a legend of answers instead
+# Each measure's line: the same colour (and dash) in the app and in the handout, whatever the theme.
+SERIES = {"answer_similarity": ("#0068c9", "solid"), "reply_similarity": ("#83c9ff", "dash"),
+          "entropy": ("#0068c9", "solid"), "log_likelihood": ("#ff8700", "dash"),
+          "agree_all": ("#29b09d", "solid"), "agree_majority": ("#0068c9", "dash"),
+          "disagreement": ("#ff2b2b", "dot"),
+          "accuracy_strict": ("#0068c9", "solid"), "accuracy_smooth": ("#83c9ff", "dash")}
 LINE_CHARS = 22  # a wrapped label's line
 LABEL_LINES = 2  # at most this many lines per label; the rest is in the hover
 HOVER_CHARS = 400
@@ -49,10 +73,7 @@ def plot_text(text: Any, limit: int = HOVER_CHARS) -> str:
     return html.escape(_short(text, limit), quote=False)
 
 
-def wrap_label(text: Any, width: int = LINE_CHARS, lines: int = LABEL_LINES) -> str:
-    """A label in at most `lines` lines of at most `width` characters (words kept whole where
-    they fit; the last line ends with … when text was left out), each line escaped, joined
-    with plotly's <br>."""
+def _wrapped(text: Any, width: int = LINE_CHARS, lines: int = LABEL_LINES) -> list[str]:
     out: list[str] = []
     for word in str(text if text is not None else "").split():
         if out and len(out[-1]) + 1 + len(word) <= width:
@@ -62,7 +83,82 @@ def wrap_label(text: Any, width: int = LINE_CHARS, lines: int = LABEL_LINES) -> 
     if len(out) > lines:
         out = out[:lines]
         out[-1] = _short(out[-1] + " …", width)
-    return "<br>".join(html.escape(_short(part, width), quote=False) for part in out)
+    return [_short(part, width) for part in out]
+
+
+def wrap_label(text: Any, width: int = LINE_CHARS, lines: int = LABEL_LINES) -> str:
+    """A label in at most `lines` lines of at most `width` characters (words kept whole where
+    they fit; the last line ends with … when text was left out), each line escaped, joined
+    with plotly's <br>."""
+    return "<br>".join(html.escape(part, quote=False) for part in _wrapped(text, width, lines))
+
+
+# Letter widths in em of a wide sans-serif (DejaVu Sans, Verdana: wider than Open Sans and Arial,
+# the other fonts of plotly's "Open Sans, verdana, arial, sans-serif"): a text that fits by these
+# widths fits in any of them.
+_EM = {**{c: 0.32 for c in "ijlI.,:;'|! "}, **{c: 0.42 for c in "frt()[]{}-/\\\"`"},
+       **{c: 1.0 for c in "mwMW%@&…"}}
+
+
+def _em(ch: str) -> float:
+    if ch in _EM:
+        return _EM[ch]
+    if ch.isdigit() or ch.islower():
+        return 0.64
+    if ch.isupper():
+        return 0.79
+    if ch.isascii():
+        return 0.84
+    return 1.3 if unicodedata.east_asian_width(ch) in "WF" else 1.0
+
+
+def text_px(text: str, size: float) -> float:
+    """How wide `text` (unescaped, one line) is drawn at `size` px, at most."""
+    return size * sum(_em(ch) for ch in text)
+
+
+def _fitting(text: str, width_px: float, size: float) -> int:
+    """How many of `text`'s first letters fit in `width_px` at `size` px."""
+    n = 0
+    while n < len(text) and text_px(text[:n + 1], size) <= width_px:
+        n += 1
+    return n
+
+
+def fit_lines(text: Any, width_px: float, size: float = CELL_FONT_PX, lines: int = CELL_LINES) -> list[str]:
+    """`text` in at most `lines` lines, each at most `width_px` wide at `size` px (unescaped):
+    words kept whole where they fit, a word longer than a line broken, the last line ending
+    with … when text was left out; [] when not even one letter and … fit."""
+    out: list[str] = []
+    for word in str(text if text is not None else "").split():
+        if out and text_px(f"{out[-1]} {word}", size) <= width_px:
+            out[-1] = f"{out[-1]} {word}"
+            continue
+        if out and text_px(word, size) > width_px:  # a word longer than a line: its start ends this line
+            cut = _fitting(f"{out[-1]} {word}", width_px, size) - len(out[-1]) - 1
+            if cut > 0:
+                out[-1], word = f"{out[-1]} {word[:cut]}", word[cut:]
+        while text_px(word, size) > width_px and len(out) <= lines:  # a long number or word: broken
+            cut = _fitting(word, width_px, size)
+            if cut == 0:
+                return []
+            out.append(word[:cut])
+            word = word[cut:]
+        out.append(word)
+        if len(out) > lines:
+            break
+    if len(out) > lines:
+        kept = out[lines - 1]
+        kept = kept[:_fitting(kept, width_px - text_px("…", size), size)].rstrip()
+        if not kept:
+            return []
+        out = out[:lines - 1] + [kept + "…"]
+    return out
+
+
+def fit_text(text: Any, width_px: float, size: float) -> str:
+    """`text` in one line at most `width_px` wide at `size` px (cut with …), escaped for plotly."""
+    return html.escape("".join(fit_lines(text, width_px, size, lines=1)), quote=False)
 
 
 # ----- colours ---------------------------------------------------------------------------------
@@ -92,30 +188,58 @@ def round_series(report: dict[str, Any], name: str) -> list[tuple[int, float | N
     return [(row["round"], row.get(name)) for row in report.get("rounds") or []]
 
 
-def layout(fig: go.Figure, title: str, ytitle: str, xtitle: str = "round", height: int = 300) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), xaxis_title=xtitle,
-                      yaxis_title=ytitle, legend=dict(orientation="h", y=-0.25))
+def titles(title: str, subtitle: str = "") -> tuple[str, str]:
+    """(title, subtitle) that fit `TITLE_PX`, escaped for plotly. A long title without a subtitle
+    is split at its first ": " or " (" (a caller's "Agreement (share holding ...)"): the head
+    stays the title, the rest becomes the subtitle; what still does not fit is cut with …."""
+    title, subtitle = " ".join(str(title).split()), " ".join(str(subtitle).split())
+    if not subtitle and text_px(title, TITLE_FONT_PX * 1.1) > TITLE_PX:
+        for sep in (": ", " ("):
+            head, found, rest = title.partition(sep)
+            if found and head:
+                title, subtitle = head, rest.removesuffix(")") if sep == " (" else rest
+                break
+    return fit_text(title, TITLE_PX, TITLE_FONT_PX * 1.1), fit_text(subtitle, TITLE_PX, SUBTITLE_FONT_PX)
+
+
+def layout(fig: go.Figure, title: str, ytitle: str, xtitle: str = "round", height: int = 300,
+           subtitle: str = "") -> go.Figure:
+    """The shared layout: a short title with its subtitle (`titles`) at the top left, clear of the
+    camera at the top right; axes with automargin and legible ticks; the legend below."""
+    head, sub = titles(title, subtitle)
+    fig.update_layout(title=dict(text=head, x=0, xref="container", xanchor="left", pad=dict(l=12),
+                                 font=dict(size=TITLE_FONT_PX), subtitle=dict(text=sub, font=dict(size=SUBTITLE_FONT_PX))),
+                      height=height, margin=dict(l=10, r=10, t=72 if sub else 48, b=10), xaxis_title=xtitle,
+                      yaxis_title=ytitle, legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
     fig.update_xaxes(automargin=True, tickfont=dict(size=TICK_FONT_PX))
     fig.update_yaxes(automargin=True, tickfont=dict(size=TICK_FONT_PX))
     return fig
 
 
-def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, ytitle: str) -> go.Figure:
-    """One line per named series of (round, value)."""
+def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, ytitle: str,
+                styles: dict[str, tuple[str, str]] | None = None, subtitle: str = "") -> go.Figure:
+    """One line per named series of (round, value); `styles`: a series' (colour, dash), else the
+    next of CATEGORY_COLORS (always explicit: a theme or template never recolours a measure)."""
     fig = go.Figure()
-    for name, points in series.items():
+    for i, (name, points) in enumerate(series.items()):
+        color, dash = (styles or {}).get(name) or (CATEGORY_COLORS[i % len(CATEGORY_COLORS)], "solid")
         fig.add_trace(go.Scatter(x=[r for r, _ in points], y=[v for _, v in points], mode="lines+markers",
-                                 name=plot_text(name, 60), connectgaps=False))
+                                 name=plot_text(name, 60), connectgaps=False,
+                                 line=dict(color=color, dash=dash), marker=dict(color=color)))
     fig.update_xaxes(dtick=1)
     fig.update_yaxes(rangemode="tozero")
-    return layout(fig, plot_text(title, 120), ytitle)
+    return layout(fig, title, ytitle, subtitle=subtitle)
 
 
-def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, ytitle: str) -> go.Figure | None:
-    """A line per report column (`traces`: legend name -> per-round key); None before any round."""
+def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, ytitle: str,
+                  subtitle: str = "") -> go.Figure | None:
+    """A line per report column (`traces`: legend name -> per-round key), each in its measure's
+    colour (`SERIES`); None before any round."""
     if not report.get("rounds"):
         return None
-    fig = line_figure({name: round_series(report, column) for name, column in traces.items()}, title, ytitle)
+    fig = line_figure({name: round_series(report, column) for name, column in traces.items()}, title, ytitle,
+                      styles={name: SERIES[column] for name, column in traces.items() if column in SERIES},
+                      subtitle=subtitle)
     if any(v is not None and v < 0 for column in traces.values() for _, v in round_series(report, column)):
         fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
     return fig
@@ -187,7 +311,9 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, 
     fig = go.Figure()
     for k, item in enumerate(rounds):
         answers = item.get("answers") or [None] * len(item["labels"])
-        ticks = [wrap_label(label, lines=1) + ("<br>" + wrap_label(f"→ {answer}", lines=1) if answer else "")
+        # the answer's line: its start cut to what fits (a long number is broken, never dropped)
+        ticks = [wrap_label(label, lines=1) + ("<br>" + fit_text(f"→ {answer}", VOTE_ANSWER_PX, TICK_FONT_PX)
+                                               if answer else "")
                  for label, answer in zip(item["labels"], answers)]
         fig.add_trace(go.Bar(
             y=ticks, x=item["counts"], orientation="h", name=f"round {item['round']}",
@@ -200,15 +326,30 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, 
     bars = max((len(item["labels"]) for item in rounds), default=1) * max(1, len(rounds))
     fig.update_layout(barmode="group")
     fig.update_yaxes(autorange="reversed")
-    return layout(fig, plot_text(f"{protocol}: {unit}", 120), "", xtitle=plot_text(unit, 60),
-                  height=max(300, 120 + 34 * bars))
+    return layout(fig, f"Votes: {protocol}", "", xtitle=plot_text(unit, 60), height=max(300, 120 + 34 * bars),
+                  subtitle=f"{unit}; colour = the answer" + ("; pattern = the round" if len(rounds) > 1 else ""))
 
 
 # ----- answer timeline -----------------------------------------------------------------------------
+ROW_LABEL_CHARS = 18  # an agent's label on the timeline, per line
+
+
+def cell_width_px(rounds: int, row_labels: list[str]) -> float:
+    """The room for text in one timeline cell when the chart is CHART_MIN_WIDTH_PX wide: the plot
+    area (less the agents' labels on the left, which automargin makes room for) shared by the
+    rounds, less the gap between cells and the cell's own padding."""
+    labels = max((text_px(line, TICK_FONT_PX) for label in row_labels for line in _wrapped(label, ROW_LABEL_CHARS)),
+                 default=0.0)
+    plot = CHART_MIN_WIDTH_PX - 20 - (labels + 16)
+    return plot / max(1, rounds) - 3 - 2 * CELL_PAD_PX
+
+
 def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, str] | None = None) -> go.Figure | None:
     """Rows = agents, columns = rounds, colour = the answer as the metrics read it (the debate's
-    answer type: "B" and "(B) Paris" are one colour), the cell's text = the answer (shortened
-    and wrapped, CELL_FONT_PX), the hover = the whole answer; changed answers are circled."""
+    answer type: "B" and "(B) Paris" are one colour), the cell's text = the answer cut to what
+    fits the cell at CHART_MIN_WIDTH_PX (`fit_lines`, CELL_FONT_PX; never into the next cell),
+    the hover = the whole answer; changed answers are framed. When the cells are too narrow for
+    text (many rounds), they hold none and a legend names each answer's colour."""
     rounds = report.get("rounds") or []
     if not rounds:
         return None
@@ -219,18 +360,26 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
     answers = {label: [row["answers"].get(label) for row in rounds] for label in labels}
     categories = list(dict.fromkeys(a for label in labels for a in answers[label] if a is not None))
     z = [[None if a is None else categories.index(a) for a in answers[label]] for label in labels]
-    text = [[wrap_label(a, width=14) if a is not None else "" for a in answers[label]] for label in labels]
+    room = cell_width_px(len(rounds), labels)
+    legend = room < MIN_CELL_TEXT_PX
+    text = [["" if a is None or legend else "<br>".join(html.escape(line, quote=False) for line in fit_lines(a, room))
+             for a in answers[label]] for label in labels]
     full = [[plot_text(a) if a is not None else "(no answer)" for a in answers[label]] for label in labels]
     n = max(1, len(categories))
     scale = []
     for i in range(n):
         color = color_of(colors, categories[i]) if categories else NO_ANSWER_COLOR
         scale += [[i / n, color], [(i + 1) / n, color]]
-    rows = [wrap_label(label, width=18) for label in labels]
+    rows = [wrap_label(label, width=ROW_LABEL_CHARS) for label in labels]
     fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text,
                                customdata=full, texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX),
                                zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=3, ygap=3,
-                               hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>"))
+                               hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>", name="answers"))
+    if legend:  # one legend entry per answer, in its colour (the heatmap itself has no legend)
+        for answer in categories:
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(answer, 40),
+                                     marker=dict(symbol="square", size=14, color=color_of(colors, answer)),
+                                     hoverinfo="skip", showlegend=True))
     changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
                if f"R{c['round']}" in round_names and c["agent"] in labels]
     if changes:
@@ -246,8 +395,10 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
             fig.add_shape(type="rect", xref="x", yref="y", x0=x - 0.47, x1=x + 0.47, y0=y - 0.45, y1=y + 0.45,
                           line=dict(color="black", width=3))
     fig.update_yaxes(autorange="reversed")
-    title = "Answer timeline (black frame: the agent changed its answer)" if changes else "Answer timeline"
-    return layout(fig, title, "", xtitle="", height=max(300, 110 + 56 * len(labels)))
+    hint = "black frame: changed answer" if changes else "one colour per answer"
+    return layout(fig, "Answer timeline", "", xtitle="",
+                  height=max(300, 110 + 56 * len(labels)) + (24 * len(categories) if legend else 0),
+                  subtitle=hint + ("; legend: the answers" if legend else "; hover: whole answer"))
 
 
 def cell_color(trace: Any, row: int, col: int) -> str | None:
@@ -280,17 +431,18 @@ def debate_figures(view: DebateView, report: dict[str, Any],
     charts: dict[str, tuple[str, go.Figure | None]] = {
         "plot_diversity": ("Answer similarity (SBERT)", report_figure(
             report, {"final answers": "answer_similarity", "whole replies": "reply_similarity"},
-            "Answer similarity (SBERT cosine): final answers vs whole replies", "cosine similarity")),
-        "plot_entropy": ("Entropy of answers", report_figure(report, entropy, "Entropy of the agents' answers",
-                                                             "bits")),
+            "Answer similarity (SBERT)", "cosine similarity", "cosine: final answers and whole replies")),
+        "plot_entropy": ("Entropy of answers", report_figure(
+            report, entropy, "Entropy of answers", "bits",
+            "and log-likelihood of the reference" if referenced else "0 bits: every agent gives one answer")),
         "plot_agreement": ("Agreement", report_figure(
             report, {"all agree": "agree_all", "majority agrees": "agree_majority", "disagreement": "disagreement"},
-            "Agreement and disagreement per round", "share")),
+            "Agreement", "share", "share of agents, per round")),
     }
     if referenced:
         charts["plot_accuracy"] = ("Accuracy", report_figure(
             report, {"strict": "accuracy_strict", "smooth (per part)": "accuracy_smooth"},
-            "Accuracy of the round's majority answer", "accuracy"))
+            "Accuracy", "accuracy", "the round's majority answer vs the reference"))
     charts["plot_votes"] = ("Votes", votes_figure(votes, view.config.get("protocol", ""), colors) if votes else None)
     charts["plot_timeline"] = ("Answer timeline", timeline_figure(view, report, colors))
     return charts

@@ -3,6 +3,7 @@ handout (Markdown, and a printable HTML page).
 
 What it is for:
   * `decision_texts(view)`: the decided answer (extracted) and the full text it came from;
+    `headline_answer`: that answer cut to a headline (the whole answer stays one click away);
   * `reference_agreement(view)`: whether the decision agrees with the reference answer, judged
     with the debate's answer type (mad_core/tasks/answer_types.py: "B" and "(B) Paris" are one
     choice, "0.5" and "1/2" one number), never a plain string compare;
@@ -13,7 +14,9 @@ What it is for:
 The HTML page is self-contained and printable (A4, a page break before each round) and holds no
 script at all: its Content-Security-Policy allows no script either, and the charts are static
 images (SVG drawn by plotly through kaleido with Debian's Chromium, embedded as data: URIs; an
-<img> never runs what an SVG holds). Every model or user text goes through `html.escape`; in
+<img> never runs what an SVG holds); they are the app's own figures (mad_core/figures.py: the
+same builders, answer and measure colours) on plotly's white template (`print_figure`). Every
+model or user text goes through `html.escape`; in
 the Markdown through `store.md_safe`, so no text can form HTML, a link or an image. Where no
 image can be drawn (no kaleido or no Chromium), the handout says so in one line and is complete
 otherwise.
@@ -34,7 +37,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from . import figures
-from .answers import final_answer
+from .answers import decided_answer
 from .store import TAG_COLOURS, Store, describe_ballot, format_time, md_safe
 from .tasks.answer_types import DebateAnswerType, is_correct, read_answer
 from .view import DISCUSSION_KINDS, DebateView
@@ -59,7 +62,7 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
     decision = view.decision
     if decision is None:
         return "", ""
-    answer = str(decision.details.get("final_answer") or "") or final_answer(decision.answer) or decision.answer
+    answer = decided_answer(decision.answer, decision.details)
     full = ""
     if decision.winner_agent == "judge":
         full = str(decision.details.get("judgment") or "")
@@ -68,6 +71,16 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
                 and t.status == "ok" and t.round <= decision.round]
         full = said[-1] if said else ""
     return answer.strip(), (full or decision.answer).strip()
+
+
+ANSWER_CHARS = 60  # a decision's headline answer: longer answers are cut, the whole one a click away
+
+
+def headline_answer(answer: str) -> str:
+    """The decided answer as a headline (decision card, handout): whitespace folded, at most
+    ANSWER_CHARS characters, cut with … (a 160-digit number made a three-line heading)."""
+    text = " ".join(str(answer or "").split())
+    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS - 1].rstrip() + "…"
 
 
 def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
@@ -153,6 +166,7 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
     report = store.metrics_report(debate_id, embed=embed)
     notes = _notes(store, debate_id)
     answer, full = decision_texts(view)
+    headline = headline_answer(answer)  # the decision's answer, cut to ANSWER_CHARS
     charts = [(title, fig) for title, fig in figures.debate_figures(view, report).values() if fig is not None]
     widths = [IMAGE_WIDTH_PX if title in WIDE_CHARTS else HALF_WIDTH_PX for title, _ in charts]
     images, problem = figure_images([fig for _, fig in charts], image_format, widths) if image_format else ([], None)
@@ -163,7 +177,9 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
                   ("Protocol", record["protocol"]), ("Paradigm", record["paradigm"])],
         "agents": [(a.get("label", ""), a.get("model", ""), view.personas.get(a.get("label", "")) or a.get("persona") or "")
                    for a in config.get("agents", [])],
-        "decision": view.decision, "answer": answer, "full": full, "reference": config.get("reference") or "",
+        "decision": view.decision, "answer": answer, "headline": headline,
+        "cut": headline != " ".join(answer.split()), "full": full,
+        "reference": config.get("reference") or "",
         "agreement": reference_agreement(view), "rounds": _rounds(view, notes, report),
         "challenges": view.challenges,
         "images": [(title, data) for (title, _), data in zip(charts, images) if data],
@@ -173,6 +189,16 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
 
 
 # ----- charts as images ----------------------------------------------------------------------------
+def print_figure(fig: Any) -> go.Figure:
+    """A copy of one of the app's figures (mad_core/figures.py, the same builders and answer ->
+    colour map) as the handout draws it: plotly's white template for paper. Every colour that
+    means something (a measure's line, an answer's cells and bars) is set in the figure itself,
+    so the template changes the background and grid only."""
+    copy = go.Figure(fig)
+    copy.update_layout(template="plotly_white")
+    return copy
+
+
 def figure_images(figs: list, image_format: str = "svg",
                   widths: list[int] | None = None) -> tuple[list[bytes | None], str | None]:
     """The figures drawn as `image_format` ("svg" or "png"), `widths` pixels wide (default
@@ -190,8 +216,7 @@ def figure_images(figs: list, image_format: str = "svg",
         # mathjax=False: no request for MathJax from a CDN (this machine is offline).
         async with Kaleido(n=1, page_generator=PageGenerator(mathjax=False), timeout=IMAGE_TIMEOUT_S) as k:
             for fig, width in zip(figs, widths or [IMAGE_WIDTH_PX] * len(figs)):
-                copy = go.Figure(fig)
-                copy.update_layout(template="plotly_white", title_font_size=15)
+                copy = print_figure(fig)
                 height = int(copy.layout.height or 320)
                 out.append(await k.calc_fig(copy, opts={"format": image_format, "width": width,
                                                         "height": height}))
@@ -271,7 +296,9 @@ def _md_decision(c: dict[str, Any]) -> list[str]:
     decision = c["decision"]
     if decision is None:
         return ["No decision was reached."]
-    lines = [f"**Answer:** {_md_line(c['answer']) or '(empty)'}", ""]
+    lines = [f"**Answer:** {_md_line(c['headline']) or '(empty)'}", ""]
+    if c["cut"]:  # the whole answer in a quote below
+        lines += [f"> Whole answer ({len(c['answer'])} characters): {_md_line(c['answer'])}", ""]
     facts = [f"protocol {_md_line(decision.protocol)}", f"round {decision.round}"]
     if decision.winner_agent:
         facts.append(f"winner {_md_line(decision.winner_agent)}")
@@ -407,7 +434,11 @@ def _html_decision(c: dict[str, Any]) -> list[str]:
         facts.append(f"winner {_e(decision.winner_agent)}")
     if decision.forced:
         facts.append("forced by a person")
-    out = [f'<p class="answer">{_e(c["answer"]) or "(empty)"}</p>', f'<p class="meta">{" · ".join(facts)}</p>']
+    out = [f'<p class="answer">{_e(c["headline"]) or "(empty)"}</p>']
+    if c["cut"]:  # the whole answer one click away
+        out.append(f'<details><summary>Whole answer ({len(c["answer"])} characters)</summary>'
+                   f'<p class="text">{_e(c["answer"])}</p></details>')
+    out.append(f'<p class="meta">{" · ".join(facts)}</p>')
     if decision.fallback:
         out.append(f"<p>Fallback rule: {_e(decision.fallback)}</p>")
     if c["reference"]:

@@ -9,7 +9,9 @@ question, and not an answer (a line such as "A: 10:1 is not a prime number", or 
 question's numbers or the task's options). A refused list is re-asked at most `retries` times,
 the reason told to the model; when the model still cannot do it the result says why
 (`PersonaResult.reason`) and the caller decides (the form tells the user, the engine falls back
-to neutral participants and records it). The model call is injected, so the engine (which
+to neutral participants and records it). A stop (`stopped`, the engine's controller) ends the
+requests at once: a stopped result (`PersonaResult.stopped`) is not a failure of the model, and
+is never re-asked or reported as one. The model call is injected, so the engine (which
 records every call as a turn) and the app's "Suggest expert personas" button share this code.
 
 Seed 000 §3.1 generates the personas with the agents' own model (after Kim et al.); its code
@@ -35,6 +37,7 @@ from .protocols.schemas import PERSONA_CHARS, ReplyFormat, persona_list_format
 PERSONA_WORDS = 20
 MIN_WORDS = 3  # "Mentor 1", "Ava Adamec": a name or a slot, not an expertise
 RETRIES = 2  # re-asks after the first request
+STOPPED = "stopped by a person during persona generation"
 
 # ask(messages, reply_format) -> (text, error): the model's reply, or None and why the call failed.
 Ask = Callable[[list[dict], ReplyFormat], "tuple[str | None, str]"]
@@ -65,6 +68,7 @@ class PersonaResult:
     reason: str = ""
     attempts: int = 0
     replies: list[str] = field(default_factory=list)
+    stopped: bool = False  # a person stopped the debate while the personas were asked for
 
     @property
     def ok(self) -> bool:
@@ -182,9 +186,13 @@ def read_personas(text: str | None, n: int, question: str, task: str = "", *, re
 
 
 def generate_personas(question: str, task: str, labels: list[str], ask: Ask, existing: dict[str, str] | None = None,
-                      *, options: list[str] | None = None, retries: int = RETRIES) -> PersonaResult:
+                      *, options: list[str] | None = None, retries: int = RETRIES,
+                      stopped: Callable[[], bool] | None = None) -> PersonaResult:
     """Personas for the labels without one in `existing`: one request for the whole list, re-asked
-    at most `retries` times with the reason; never raises (a failed or refused list is a reason)."""
+    at most `retries` times with the reason; never raises (a failed or refused list is a reason).
+    Once `stopped()` says so, nothing more is asked and, unless a list already came that could be
+    used, the result is `stopped` (its reason says so): a call cut by the stop is not the model's
+    failure."""
     personas = {label: p for label, p in (existing or {}).items() if p}
     missing = [label for label in labels if not personas.get(label)]
     if not missing:
@@ -195,9 +203,18 @@ def generate_personas(question: str, task: str, labels: list[str], ask: Ask, exi
     first = prompts.persona_list_prompt(question, task, n, taken, PERSONA_WORDS)
     request = "\n".join(m["content"] for m in first)
     messages, reason, replies = first, "", []
+    halted = stopped or (lambda: False)
+
+    def halt(asked: int) -> PersonaResult:
+        return PersonaResult(personas, reason=STOPPED, attempts=asked, replies=replies, stopped=True)
+
     for attempt in range(1, retries + 2):
+        if halted():
+            return halt(attempt - 1)
         text, error = ask(messages, reply)
         if text is None:
+            if halted():
+                return halt(attempt)  # the stop cut the call under way: not the model's failure
             reason = f"the model call failed ({error or 'no reply'})"
             continue  # the same request again
         replies.append(text)

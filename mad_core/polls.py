@@ -19,7 +19,7 @@ import time
 import uuid
 from typing import Any, Iterable
 
-from .answers import final_answer, normalize_answer
+from .answers import decided_answer, final_answer, normalize_answer
 
 STATUSES = ("open", "closed", "revealed")
 DEFAULT_QUESTION = "Which answer will the debate decide on?"
@@ -162,9 +162,7 @@ def decision_answer(store, debate_id: str) -> str | None:
     """The debate's decided answer as the decision card reads it (its final answer), or None."""
     for row in reversed(store.decisions(debate_id)):
         if row.get("final"):
-            details = row.get("details") or {}
-            answer = str(details.get("final_answer") or "") or final_answer(row["answer"]) or row["answer"]
-            return answer.strip()
+            return decided_answer(row["answer"], row.get("details"))
     return None
 
 

@@ -30,7 +30,9 @@ are replaced by U+FFFD before writing (`clean_text`); NUL characters are stored 
 
 Built on sqlite-utils: numbered migrations (`m001_initial`, ...) recorded in `_migrations`,
 FTS5 tables kept current by triggers, explicit integer primary keys on the searched tables,
-and `search(q, quote=True)` so user input can never break the FTS query syntax.
+and every word of a search quoted (`quote_fts`) so user input can never break the FTS query
+syntax, then made a prefix phrase (`prefix_query`: "kettle" finds "kettles"); `search_matches`
+says per debate what matched (a snippet with the matched words marked).
 """
 from __future__ import annotations
 
@@ -346,6 +348,51 @@ def _clean_query(text: str | None) -> str:
     return clean_text(str(text or "")[:MAX_QUERY_CHARS]).replace("\x00", " ").strip()
 
 
+def prefix_query(db: Database, text: str) -> str:
+    """An FTS5 query that finds every word of `text` as a word's start ("kettle" finds "kettles"):
+    each word or "quoted phrase" quoted (sqlite-utils' `quote_fts`, so no input is FTS syntax:
+    OR, NOT, NEAR(, a lone quote are plain words) and made a prefix phrase (`"word"*`). "" when
+    `text` has no word."""
+    return " ".join(f"{phrase}*" for phrase in re.findall(r'"[^"]*"', db.quote_fts(text)) if phrase != '""')
+
+
+MATCH_OPEN, MATCH_CLOSE = "\x02", "\x03"  # around a matched word in an FTS snippet (split by `_marked_parts`)
+
+
+def _marked_parts(snippet: str) -> list[tuple[str, bool]]:
+    """An FTS snippet as (text, matched) parts; newlines become spaces. Never raises."""
+    parts: list[tuple[str, bool]] = []
+    for i, piece in enumerate(re.split(f"{MATCH_OPEN}|{MATCH_CLOSE}", " ".join(str(snippet or "").split()))):
+        if piece:
+            parts.append((piece, i % 2 == 1))
+    return parts
+
+
+def _question_parts(question: str, search: str, width: int = 120) -> list[tuple[str, bool]]:
+    """The question around the (case-insensitive) search text, as (text, matched) parts."""
+    found = question.lower().find(search.lower())
+    if found < 0:
+        return [(question if len(question) <= width else question[:width - 1] + "…", False)]
+    start = max(0, found - width // 3)
+    end = min(len(question), max(found + len(search), start + width))
+    parts = [("…" if start else "") + question[start:found], question[found:found + len(search)],
+             question[found + len(search):end] + ("…" if end < len(question) else "")]
+    return [(part, i == 1) for i, part in enumerate(parts) if part]
+
+
+def _match_label(where: str, label: Any) -> str:
+    """Whose turn, which tag, or to whom a moderator message went ("to all" without targets)."""
+    if where != "moderator message":
+        return str(label or "")
+    try:
+        targets = json.loads(label) if isinstance(label, str) else label
+    except ValueError:
+        targets = label
+    if isinstance(targets, list):
+        targets = ", ".join(str(t) for t in targets)
+    return f"to {targets or 'all'}"
+
+
 def _bounded_limit(limit: Any) -> int:
     """A listing size SQLite can take: 1 .. MAX_LIST_LIMIT."""
     try:
@@ -354,13 +401,16 @@ def _bounded_limit(limit: Any) -> int:
         return MAX_LIST_LIMIT
 
 
-def tag_name(text: Any) -> str:
-    """A codebook tag name: whitespace collapsed, 1..MAX_TAG_CHARS characters; else ValueError naming `tag`."""
+def tag_name(text: Any, field: str = "tag") -> str:
+    """A codebook tag name: whitespace collapsed, 1..MAX_TAG_CHARS characters; else ValueError naming
+    `field` ("tag" on an annotation, "new tag" when adding one, "new name" when renaming)."""
     name = " ".join(clean_text(str(text or "")).replace("\x00", " ").split())
     if not name:
-        raise ValueError("tag: an annotation needs a tag (pick one from the codebook or type a new one)")
+        if field == "tag":
+            raise ValueError("tag: an annotation needs a tag (pick one from the codebook or type a new one)")
+        raise ValueError(f"{field}: a tag needs a name")
     if len(name) > MAX_TAG_CHARS:
-        raise ValueError(f"tag: at most {MAX_TAG_CHARS} characters (got {len(name)})")
+        raise ValueError(f"{field}: at most {MAX_TAG_CHARS} characters (got {len(name)})")
     return name
 
 
@@ -819,8 +869,8 @@ class Store:
                      search: str | None = None, limit: int = 200, tag: str | None = None,
                      model: str | None = None, outcome: str | None = None,
                      correctness: str | None = None) -> list[dict[str, Any]]:
-        """Debates newest first; `search` matches turn text, annotations, moderator messages (FTS)
-        and the question. The filters combine (AND): `tag` (a codebook tag on any of its turns),
+        """Debates newest first; `search` matches turn text, annotations, moderator messages (FTS,
+        each word as a word's start: `prefix_query`) and the question (the text anywhere in it). The filters combine (AND): `tag` (a codebook tag on any of its turns),
         `model` (an agent's or the judge's), `outcome` (OUTCOMES), `correctness` (CORRECTNESS,
         `debate_correctness`); an unknown outcome or correctness is a ValueError naming it.
 
@@ -852,7 +902,7 @@ class Store:
         if search:
             matches = ["question LIKE ? ESCAPE '\\'"]
             args.append(f"%{_like_escape(search)}%")
-            fts_query = self.db.quote_fts(search)
+            fts_query = prefix_query(self.db, search)
             if fts_query:
                 matches += [
                     "id IN (SELECT debate_id FROM turns WHERE id IN "
@@ -925,16 +975,64 @@ class Store:
         return self._children("rounds", debate_id)
 
     def search_turns(self, query: str, limit: int = 100) -> list[dict[str, Any]]:
-        """Turns matching `query` (any text is safe: it is quoted), best first, with a snippet."""
+        """Turns matching `query` (any text is safe: it is quoted; each word matches a word's start),
+        best first, with a snippet."""
         query, limit = _clean_query(query), _bounded_limit(limit)
-        if not self.db.quote_fts(query):
+        fts_query = prefix_query(self.db, query)
+        if not fts_query:
             return []
         results = []
-        for row in self.db["turns"].search(query, quote=True, limit=limit):
+        for row in self.db["turns"].search(fts_query, limit=limit):
             turn = _turn_from_row(row).to_dict()
             turn["turn_id"] = turn.pop("id")
             results.append({"debate_id": row["debate_id"], **turn, "snippet": _snippet(turn["content"], query)})
         return results
+
+    # (FTS table, row table, where a match is, SQL for a label of the matched row)
+    _MATCH_SOURCES = (
+        ("turns_fts", "turns", "turn", "r.agent || ' · round ' || r.round", "r.seq, r.id"),
+        ("annotations_fts", "annotations", "annotation", "'tag ' || r.tag", "r.id"),
+        ("steering_fts", "steering", "moderator message", "r.targets", "r.id"),
+    )
+
+    def search_matches(self, search: str | None, debate_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Why each of `debate_ids` matches `search` (as `list_debates` matches it): debate id ->
+        {"where": "turn" / "annotation" / "moderator message" / "question", "label" (whose turn,
+        which tag), "parts": [(text, matched)] (a short snippet, the matched words marked),
+        "more": how many other matches it has}. The first match in that order of places is shown.
+        Debates without a match are left out; never raises on odd input."""
+        search = _clean_query(search)
+        ids = list(dict.fromkeys(debate_ids))[:MAX_LIST_LIMIT]
+        if not search or not ids:
+            return {}
+        fts_query = prefix_query(self.db, search)
+        found: dict[str, dict[str, Any]] = {}
+        counts: dict[str, int] = {}
+        for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for fts, table, where, label, order in self._MATCH_SOURCES if fts_query else ():
+                first = list(self.db.query(
+                    f"SELECT debate_id, id, label, n FROM (SELECT r.debate_id, r.id, {label} AS label, "
+                    f"ROW_NUMBER() OVER (PARTITION BY r.debate_id ORDER BY {order}) AS k, "
+                    f"COUNT(*) OVER (PARTITION BY r.debate_id) AS n FROM {fts} JOIN {table} r ON r.id = {fts}.rowid "
+                    f"WHERE {fts} MATCH ? AND r.debate_id IN ({marks})) WHERE k = 1", [fts_query, *chunk]))
+                snippets = {row["rowid"]: row["s"] for row in self.db.query(
+                    f"SELECT rowid, snippet({fts}, -1, ?, ?, '…', 12) AS s FROM {fts} WHERE {fts} MATCH ? "
+                    f"AND rowid IN ({','.join('?' * len(first))})",
+                    [MATCH_OPEN, MATCH_CLOSE, fts_query, *[row["id"] for row in first]])} if first else {}
+                for row in first:
+                    counts[row["debate_id"]] = counts.get(row["debate_id"], 0) + row["n"]
+                    found.setdefault(row["debate_id"], {"where": where, "label": _match_label(where, row["label"]),
+                                                        "parts": _marked_parts(snippets.get(row["id"], ""))})
+            for row in self.db.query(f"SELECT id, question FROM debates WHERE id IN ({marks}) "
+                                     "AND question LIKE ? ESCAPE '\\'", [*chunk, f"%{_like_escape(search)}%"]):
+                counts[row["id"]] = counts.get(row["id"], 0) + 1
+                found.setdefault(row["id"], {"where": "question", "label": "",
+                                             "parts": _question_parts(row["question"] or "", search)})
+        for debate_id, match in found.items():
+            match["more"] = counts[debate_id] - 1
+        return found
 
     # ----- annotations --------------------------------------------------------------------
     def annotate(self, debate_id: str, turn_id: str, tag: str, note: str = "", annotator: str = "") -> int:
@@ -950,9 +1048,13 @@ class Store:
     def annotations(self, debate_id: str) -> list[dict[str, Any]]:
         return self._children("annotations", debate_id)
 
-    def delete_annotation(self, annotation_id: int) -> None:
+    def delete_annotation(self, annotation_id: int, *, turn_id: str | None = None) -> bool:
+        """Delete one annotation by its id (only when it is on `turn_id`, if given: a button drawn for
+        an annotation since deleted never removes another). True when one was deleted."""
+        where, args = ("id = ?", [annotation_id]) if turn_id is None else ("id = ? AND turn_id = ?",
+                                                                          [annotation_id, turn_id])
         with self._write():
-            self.db["annotations"].delete_where("id = ?", [annotation_id])
+            return self.db.execute(f"DELETE FROM annotations WHERE {where}", args).rowcount > 0
 
     def annotations_csv(self, debate_id: str | None = None) -> str:
         """Annotations for inter-rater work, as CSV (ANNOTATION_COLUMNS; every cell `csv_safe`): one
@@ -1025,7 +1127,7 @@ class Store:
     def add_tag(self, name: str, colour: str | None = None) -> str:
         """Add a tag to the codebook (a name it holds in any case is not added twice, whatever the
         threads or processes); returns the codebook's spelling."""
-        name = tag_name(name)
+        name = tag_name(name, "new tag")
         if colour is not None:
             self._check_colour(colour)
         with self._write():
@@ -1040,12 +1142,12 @@ class Store:
     def rename_tag(self, old: str, new: str) -> str:
         """Rename a tag and every annotation that uses it, in one transaction. Refused (ValueError)
         when another tag already has the new name. Returns the new name."""
-        new = tag_name(new)
+        new = tag_name(new, "new name")
         with self._write():
             found = self._tag_or_fail(old)
             clash = self.tag(new)
             if clash is not None and clash["id"] != found["id"]:
-                raise ValueError(f"tag: the codebook already has {clash['name']!r}; pick another name")
+                raise ValueError(f"new name: the codebook already has {clash['name']!r}; pick another name")
             self.db.execute("UPDATE tags SET name = ? WHERE id = ?", [new, found["id"]])
             self.db.execute("UPDATE annotations SET tag = ? WHERE tag = ?", [new, found["name"]])
         return new

@@ -69,6 +69,8 @@ class DebateView:
     usage: dict[str, AgentUsage] = field(default_factory=dict)
     finish_reason: str = ""
     timeline: list[tuple[str, Any]] = field(default_factory=list)  # ("turn", id) / ("steer", event) in order
+    parent_id: str | None = None  # a fork's parent
+    forked_from_seq: int | None = None  # a fork: its turns up to this seq are the parent's
 
     # ----- folding ----------------------------------------------------------------------
     def apply(self, event: Event) -> "DebateView":
@@ -97,6 +99,15 @@ class DebateView:
         return cached[1]
 
     # ----- derived ----------------------------------------------------------------------
+    def from_parent(self, item: TurnView | SteeringApplied) -> bool:
+        """Whether a fork took this turn or moderator action from its parent: a turn up to the fork
+        point, a moderator action from before the fork began (it keeps its parent's time)."""
+        if self.parent_id is None or self.forked_from_seq is None:
+            return False
+        if isinstance(item, SteeringApplied):
+            return item.ts < self.started_at
+        return item.seq is not None and item.seq <= self.forked_from_seq
+
     @property
     def agents(self) -> list[str]:
         return [a["label"] for a in self.config.get("agents", [])]
@@ -169,6 +180,7 @@ def stored_events(store, debate_id: str) -> list[Event]:
     if record is None:
         raise KeyError(f"no debate {debate_id!r}")
     events: list[Event] = [DebateStarted(debate_id, record["config"], parent_id=record.get("parent_id"),
+                                         forked_from_seq=record.get("forked_from_seq"),
                                          ts=record.get("created_at") or 0.0)]
     personas = {a["label"]: a.get("persona") or "" for a in store.agents(debate_id)}
     events.append(PersonasAssigned(personas, ts=events[0].ts))
@@ -212,6 +224,7 @@ def stored_events(store, debate_id: str) -> list[Event]:
 # ----- handlers -------------------------------------------------------------------------
 def _started(v: DebateView, e: DebateStarted) -> None:
     v.debate_id, v.config, v.status, v.started_at = e.debate_id, e.config, "running", e.ts
+    v.parent_id, v.forked_from_seq = e.parent_id, e.forked_from_seq
     v.finished_at = None
 
 

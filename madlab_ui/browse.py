@@ -5,8 +5,10 @@ replay (madlab_ui/replay.py: while replaying, the decision, reference, plots fol
 Keys: `reattach_<id8>`, `search`, `status_filter`, `protocol_filter` (and codebook.py's `tag_filter`,
 `model_filter`, `outcome_filter`, `correctness_filter`), `debate_list`, `open_<id8>`, `parent_<id8>`
 (a fork's row: open its parent), `open_parent` (the opened fork's),
-`tag_{k}` / `note_{k}` / `annotate_{k}` / `fork_{k}` per turn, `export_json` / `export_md` /
-`export_csv`, `handout_md` / `handout_html`, `resume`, `replay_speed` / `replay_start` / `replay_stop`, `reveal_reference`.
+`match_<id8>` (under a row while searching: what matched), `tag_{k}` / `note_{k}` / `annotate_{k}` / `fork_{k}`
+per turn, `unannotate_<annotation id>` (delete one annotation), `debate_actions` (the row of `export_json` /
+`export_md` / `export_csv`, `handout_md` / `handout_html`, `resume`), `replay_speed` / `replay_start` /
+`replay_stop`, `reveal_reference`.
 What it must not do: run a debate in the script (resume and fork go through `mad_core.live`).
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from mad_core import handout, live, registry
+from mad_core import handout, live, polls, registry
 from mad_core.events import DEBATE_STATUSES
 from mad_core.store import DEFAULT_TAGS
 from mad_core.view import DebateView, TurnView
@@ -68,6 +70,7 @@ def render_list() -> None:
     store = open_store()
     rows = store.list_debates(status=status or None, protocol=protocol or None, search=search or None, **filters)
     tags = store.tags_of_debates([row["id"] for row in rows])
+    matches = store.search_matches(search, [row["id"] for row in rows]) if search else {}
     colours = codebook.colour_map()
     with st.container(key="debate_list"):
         if not rows:
@@ -76,7 +79,7 @@ def render_list() -> None:
         for row in rows:
             with st.container(key=f"debate_row_{id8(row['id'])}", border=True):
                 left, right = st.columns([6, 1])
-                outcome = short(row.get("answer"), 80) if row.get("answer") else "(no decision)"
+                outcome = _outcome(store, row)
                 fork = codebook.fork_label(row)
                 chips = " ".join(codebook.chip(tag, colours) for tag in tags.get(row["id"], []))
                 left.markdown(f"**{md_escape(short(row['question'], 120))}**  \n"
@@ -84,11 +87,31 @@ def render_list() -> None:
                               f"{md_escape(row.get('models') or '')} · **{row['status']}** · "
                               f"outcome: {md_escape(outcome)}" + (f"  \n↩️ {md_escape(fork)}" if fork else "")
                               + (f"  \n{chips}" if chips else ""))
+                if row["id"] in matches:
+                    with left.container(key=f"match_{id8(row['id'])}"):
+                        st.caption(match_line(matches[row["id"]]))
                 codebook.parent_button(row, f"parent_{id8(row['id'])}", right, then=replay.end, compact=True)
                 if right.button("Open", key=f"open_{id8(row['id'])}", width="stretch"):
                     st.session_state[OPEN_DEBATE] = row["id"]
                     replay.end()
                     st.rerun()
+
+
+def _outcome(store, row: dict) -> str:
+    """A listed debate's outcome as its decision card leads with it: the decided answer
+    (`polls.decision_answer`, the card's reading), not the whole reply it came from."""
+    if not row.get("answer"):
+        return "(no decision)"
+    return short(polls.decision_answer(store, row["id"]) or row["answer"], 80)
+
+
+def match_line(match: dict) -> str:
+    """Why a debate is listed under a search, as markdown: where it matched, whose turn or which tag,
+    and the snippet with the matched words in bold (all text escaped)."""
+    where = match["where"] + (f" · {match['label']}" if match.get("label") else "")
+    snippet = "".join(f"**{md_escape(text)}**" if hit else md_escape(text) for text, hit in match["parts"])
+    more = f" (+{match['more']} more)" if match.get("more") else ""
+    return f"🔎 {md_escape(where)}: {snippet}{more}"
 
 
 # ----- an opened debate --------------------------------------------------------------------------
@@ -144,9 +167,9 @@ def export_files(store, debate_id: str) -> dict[str, tuple[str, Any, str, str]]:
                                                   ensure_ascii=False), f"{name}.json", "application/json"),
         "export_md": ("Export Markdown", store.to_markdown(debate_id, embed=embed), f"{name}.md", "text/markdown"),
         "export_csv": ("Export CSV", store.to_csv(debate_id, embed=embed), f"{name}.csv", "text/csv"),
-        "handout_md": ("Handout (Markdown)", functools.partial(handout_of, "md"), f"{name}-handout.md",
+        "handout_md": ("Handout · Markdown", functools.partial(handout_of, "md"), f"{name}-handout.md",
                        "text/markdown"),
-        "handout_html": ("Handout (printable HTML)", functools.partial(handout_of, "html"), f"{name}-handout.html",
+        "handout_html": ("Handout · print", functools.partial(handout_of, "html"), f"{name}-handout.html",
                          "text/html"),
     }
 
@@ -155,14 +178,17 @@ def _actions(store, record: dict) -> None:
     debate_id = record["id"]
     running_here = (lv := live.get(debate_id)) is not None and not lv.done
     files = export_files(store, debate_id)
-    cols = st.columns(len(files) + 1)
-    for col, (key, (label, data, file_name, mime)) in zip(cols, files.items()):
-        col.download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore",
-                            width="stretch")
+    # One row of buttons as wide as their labels, wrapping when the page is narrow (equal columns cut
+    # the labels at 1280x720 and left the resume's column empty for a finished debate).
+    row = st.container(horizontal=True, key="debate_actions", gap="small")
+    for key, (label, data, file_name, mime) in files.items():
+        help_ = "A printable HTML page (print it to PDF from the browser)" if key == "handout_html" else None
+        row.download_button(label, data, file_name=file_name, mime=mime, key=key, on_click="ignore",
+                            width="content", help=help_)
     if not running_here:
-        controls.resume_button(store, debate_id, record["status"], cols[-1], key="resume")
+        controls.resume_button(store, debate_id, record["status"], row, key="resume")
     else:
-        if cols[-1].button("Watch live", key=f"watch_{id8(debate_id)}", width="stretch"):
+        if row.button("Watch live", key=f"watch_{id8(debate_id)}", width="content"):
             st.session_state[DEBATE_ID] = debate_id
             st.switch_page(DEBATE_PAGE)
 
@@ -183,14 +209,25 @@ def _annotate(debate_id: str, turn_id: str, k: int) -> None:
     st.session_state[f"note_{k}"] = ""
 
 
+def _unannotate(turn_id: str, annotation_id: int) -> None:
+    """Delete one annotation (a button's callback: the codebook's counts, drawn after, follow)."""
+    open_store().delete_annotation(annotation_id, turn_id=turn_id)
+
+
 def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: int,
                 tags: list[dict] | None = None) -> None:
-    """Tags on the turn (chips in their codebook colour), the annotate row (a codebook tag, or a new
-    name typed: it joins the codebook) and the fork button."""
+    """Tags on the turn (chips in their codebook colour, each with a button that deletes that one
+    annotation), the annotate row (a codebook tag, or a new name typed: it joins the codebook) and
+    the fork button."""
     tags = open_store().tags() if tags is None else tags
     colours = codebook.colour_map(tags)
     for note in notes.get(turn.id, []):
-        st.markdown(codebook.annotation_line(note, colours))
+        line_col, delete_col = st.columns([12, 1], vertical_alignment="center")
+        line_col.markdown(codebook.annotation_line(note, colours))
+        delete_col.button("", key=f"unannotate_{note['id']}", icon=":material/delete:", width="stretch",
+                          on_click=_unannotate, args=(turn.id, note["id"]),
+                          help=f"Delete this annotation ({md_escape(short(note['tag'], 60))}"  # help is markdown
+                               + (f": {md_escape(short(note['note'], 60))}" if note.get("note") else "") + ")")
     tag_col, note_col, add_col, fork_col = st.columns([2, 3, 1, 1], vertical_alignment="bottom")
     tag_col.selectbox("Tag", [t["name"] for t in tags], index=None, key=f"tag_{k}", accept_new_options=True,
                       placeholder="tag…", label_visibility="collapsed")

@@ -1,10 +1,12 @@
 """The reading room's parts shared by the Transcripts and Compare pages: the codebook of annotation
 tags (create, rename, colour, delete when unused, counts), tag chips, the list filters (tag, model,
-outcome, correctness), the annotation CSV downloads, who annotates, and fork links.
+outcome, correctness), the annotation CSV downloads, who annotates (kept across reloads by
+session_memory), and fork links. One annotation is deleted on its turn (browse.py), which frees its tag.
 
 Keys: the `codebook` expander with `annotator`, `codebook_counts`, `codebook_new` /
 `codebook_new_colour` / `codebook_add`, `codebook_tag` / `codebook_rename_to` / `codebook_rename`,
-`codebook_colour` / `codebook_set_colour`, `codebook_delete`, `codebook_message`,
+`codebook_colour` (shows the picked tag's own colour) / `codebook_set_colour`, `codebook_delete`,
+`codebook_message`,
 `export_annotations` (the archive) and `export_annotations_open` (the opened debate); the filters
 `tag_filter`, `model_filter`, `outcome_filter`, `correctness_filter`.
 
@@ -28,6 +30,7 @@ COLOUR_MARKS = {"blue": "🔵", "green": "🟢", "orange": "🟠", "red": "🔴"
 ANNOTATOR = "annotator"  # widget key; its value is kept under ANNOTATOR_KEPT (see `keep_annotator`)
 ANNOTATOR_KEPT = "annotator_name"
 MESSAGE = "codebook_message_state"  # (kind, text) shown once after a codebook action
+COLOUR_SHOWN_FOR = "codebook_colour_for"  # the picked tag whose colour the colour box was last given
 TRANSCRIPTS_PAGE = "pages/1_Transcripts.py"
 
 
@@ -129,7 +132,7 @@ def _add() -> None:
     name, colour = st.session_state.get("codebook_new") or "", st.session_state.get("codebook_new_colour")
     before = {t["name"].lower() for t in open_store().tags()}
     if " ".join(name.split()).lower() in before:
-        _say("error", f"tag: the codebook already has {' '.join(name.split())!r}")
+        _say("error", f"new tag: the codebook already has {' '.join(name.split())!r}")
         return
     _guarded(lambda: open_store().add_tag(name, colour), lambda added: f"Added {added!r} to the codebook.")
     if st.session_state[MESSAGE][0] == "success":
@@ -156,6 +159,9 @@ def _recolour() -> None:
     if not name:
         _say("error", "tag: pick the tag to colour")
         return
+    if not colour:
+        _say("error", "colour: pick the colour to give it")
+        return
     _guarded(lambda: open_store().set_tag_colour(name, colour), lambda _: f"{name!r} is now {colour}.")
 
 
@@ -167,10 +173,22 @@ def _delete() -> None:
     _guarded(lambda: open_store().delete_tag(name), lambda _: f"Deleted {name!r} from the codebook.")
     if st.session_state[MESSAGE][0] == "success":
         st.session_state["codebook_tag"] = None
+    elif " annotation(s)" in st.session_state[MESSAGE][1]:  # where those annotations can be deleted
+        _say("error", st.session_state[MESSAGE][1] + " (each annotation has a delete button on its turn: "
+                      "filter the list by this tag to find them)")
 
 
 def _colour_label(colour: str) -> str:
     return f"{COLOUR_MARKS[colour]} {colour}"
+
+
+def _show_picked_colour(colours: dict[str, str]) -> None:
+    """Give the colour box the picked tag's own colour whenever another tag is picked (by the user, a
+    rename or a delete); a colour chosen in the box stays until the pick changes. No tag: no colour."""
+    picked = st.session_state.get("codebook_tag")
+    if st.session_state.get(COLOUR_SHOWN_FOR, "") != picked or "codebook_colour" not in st.session_state:
+        st.session_state["codebook_colour"] = colour_of(picked, colours) if picked else None
+        st.session_state[COLOUR_SHOWN_FOR] = picked
 
 
 def render_codebook(opened: str | None = None) -> None:
@@ -197,12 +215,14 @@ def render_codebook(opened: str | None = None) -> None:
         add_col.button("Add", key="codebook_add", on_click=_add, width="stretch")
         tag_col, to_col, rename_col = st.columns([3, 2, 1], vertical_alignment="bottom")
         tag_col.selectbox("Tag", names, index=None, key="codebook_tag", placeholder="pick a tag to change")
-        to_col.text_input("Rename to", key="codebook_rename_to", max_chars=60)
+        to_col.text_input("New name", key="codebook_rename_to", max_chars=60)
         rename_col.button("Rename", key="codebook_rename", on_click=_rename, width="stretch",
                           help="Renames the tag on every annotation that uses it")
         recolour_col, set_col, delete_col = st.columns([3, 2, 1], vertical_alignment="bottom")
-        recolour_col.selectbox("Colour of the picked tag", TAG_COLOURS, key="codebook_colour",
-                               format_func=_colour_label)
+        _show_picked_colour(colours)
+        recolour_col.selectbox("Colour of the picked tag", TAG_COLOURS, index=None, key="codebook_colour",
+                               format_func=_colour_label, placeholder="pick a tag first",
+                               disabled=not st.session_state.get("codebook_tag"))
         set_col.button("Set colour", key="codebook_set_colour", on_click=_recolour, width="stretch")
         delete_col.button("Delete", key="codebook_delete", on_click=_delete, width="stretch",
                           help="Only a tag no annotation uses can be deleted")

@@ -1,7 +1,8 @@
 """Steering controls of a live debate: buttons only call `Controller` methods, and say at once what they did.
 
 Keys: `pause`, `resume`, `stop`, `force_decision`, `say_all_text` + `say_all_send`,
-`say_one_agent` + `say_one_text` + `say_one_send`, and the steering line `steering_status`.
+`say_one_agent` + `say_one_text` + `say_one_send`, the steering line `steering_status` and, right
+under it, the answer to the last message sent (`steer_notice`: queued, or why it was refused).
 The controls live in their own fragment (`render_controls`): a click reruns only that fragment,
 not the whole page (the form, the settled transcript, the plots), so the state it asked for shows
 in the steering line within a fraction of a second. The line reads the controller directly (not
@@ -11,6 +12,12 @@ one; while the debate runs it refreshes itself as often as the live page does, s
 collecting 3 votes (1/3)" counts up as ballots come, and it redraws the page when the buttons were
 drawn for a state that is gone (a pause from another tab).
 
+Layout (a projector is 1280x720, and the page's navigation takes the sidebar's first ~330 px):
+the answer to a message shows under the steering line, at the top of the controls, where the
+teacher looks after a click (not under the message boxes, below the fold), for NOTICE_S seconds
+or until the next message; every button's label is read whole (the Stop | Decide now row is
+split 2:3: in half-width columns "Decide now" was cut to "Decide …").
+
 A message reaches the agents' next prompts (the engine applies it between turns), then shows up
 in the transcript as `steer_{j}`. `resume_button` continues a stopped, failed or interrupted
 debate (key given by the page); when the debate cannot be resumed (finished, run elsewhere, its
@@ -19,6 +26,8 @@ model gone) it says why and nothing changes.
 What it must not do: run or decide anything itself, or render model or user text as HTML.
 """
 from __future__ import annotations
+
+import time
 
 import streamlit as st
 
@@ -31,12 +40,20 @@ from mad_core.store import RESUMABLE_STATUSES, ResumeRefused
 from .common import DEBATE_ID, DEBATE_PAGE, md_escape, owner_id
 from .live_page import SESSION_KEY, LivePage, refresh_interval
 
-NOTICE = "steer_notice"
+NOTICE = "steer_notice_sent"  # session key: (kind, text, time.monotonic() when sent) of the last message
+NOTICE_KEY = "steer_notice"  # the notice's container
+NOTICE_S = 10.0  # seconds the answer to a message stays under the steering line
 RESUME_ERROR = "resume_error"
 STEERING_KEY = "steering_status"
 CONTROLS_DRAWN = "controls_drawn"  # the control_state the buttons were last drawn for
 STOPPING = "stopping: the current turn is cut, and no further turn starts"  # engine: stop cuts at the next piece
 PAUSED = "paused: nothing more is generated until Resume"  # engine: a paused stream waits before its next piece
+# Our own static CSS (no user or model text): a compact notice, so at 1280x720 the message box stays
+# in view below it.
+NOTICE_CSS = """<style>
+.st-key-steer_notice [data-testid="stAlertContainer"] { padding: 0.4rem 0.75rem; }
+.st-key-steer_notice [data-testid="stMarkdownContainer"] p { font-size: 0.875rem; line-height: 1.4; }
+</style>"""
 _CALLS = {"voting": "collecting {n} votes", "extraction": "extracting {n} answers", "judge": "asking the judge",
           "summary": "summarizing", "challenge": "asking {n} agents to accept or challenge the answer"}
 
@@ -128,6 +145,23 @@ def _steering(debate: LiveDebate | None) -> None:
         st.rerun(scope="app")
     with st.container(key=STEERING_KEY):
         st.markdown(f"**{md_escape(steering_line(debate))}**")
+    _notice()
+
+
+def _notice() -> None:
+    """The answer to the last message sent (queued, or why not), under the steering line while fresh."""
+    notice = st.session_state.get(NOTICE)
+    if not notice:
+        return
+    kind, text, sent = notice
+    if time.monotonic() - sent > NOTICE_S:
+        st.session_state.pop(NOTICE, None)
+        return
+    with st.container(key=NOTICE_KEY):
+        if kind == "error":
+            st.error(md_escape(text), icon="⚠️")
+        else:
+            st.success(md_escape(text), icon="✅")
 
 
 def steering_interval(debate: LiveDebate | None) -> float | None:
@@ -145,11 +179,11 @@ def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
     try:
         debate.controller.say(st.session_state.get(text_key, ""), targets)
     except ValueError as exc:
-        st.session_state[NOTICE] = ("error", str(exc))
+        st.session_state[NOTICE] = ("error", f"Not sent: {exc}.", time.monotonic())
         return
     st.session_state[text_key] = ""  # sent: clear the box (a refused message stays for editing)
     to = ", ".join(targets) if targets else "all agents"
-    st.session_state[NOTICE] = ("ok", f"Message for {to} queued: it reaches their next turn.")
+    st.session_state[NOTICE] = ("ok", f"Message for {to} queued: it reaches their next turn.", time.monotonic())
 
 
 def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
@@ -163,9 +197,11 @@ def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
     paused = active and debate.controller.paused
     controller = debate.controller if debate is not None else None
     st.session_state[CONTROLS_DRAWN] = control_state(debate)
+    st.html(NOTICE_CSS)
     with st.container(key="controls"):
         st.fragment(run_every=steering_interval(debate))(_steering)(debate)
-        top, bottom = st.columns(2), st.columns(2)
+        # "Decide now" needs more room than "Stop": in equal half-width columns it was cut ("Decide …").
+        top, bottom = st.columns(2), st.columns([2, 3])
         top[0].button("Pause", key="pause", icon="⏸️", disabled=not active or paused, width="stretch",
                       on_click=getattr(controller, "pause", None))
         top[1].button("Resume", key="resume", icon="▶️", disabled=not paused, width="stretch",
@@ -191,6 +227,3 @@ def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
                           label_visibility="collapsed", placeholder="private message")
             st.form_submit_button("Send to this agent", key="say_one_send", disabled=not active,
                                   on_click=_say, args=(debate, "say_one_text", True))
-        notice = st.session_state.pop(NOTICE, None)
-        if notice:
-            (st.error if notice[0] == "error" else st.success)(notice[1])

@@ -5,13 +5,20 @@ so presets and forks fill it by writing those keys before the widgets are drawn,
 is bound to its key: what the user sees is what Start validates. Validation is the engine's
 (`DebateConfig.problems`, the rules of `DebateConfig.validate`): at Start every problem is found,
 each shown right under the field it names (a container keyed `error_<widget key>`) and all of
-them, by the field's label, in a summary right under Start (keyed `form_errors`); nothing starts
+them, by the field's label, in a summary right above Start (keyed `form_errors`); nothing starts
 while there is one, and they are checked again on every run until fixed. Number fields take what
 is typed (no widget bounds that would silently keep the old value): validation refuses it by name.
 Start is disabled while this session's debate runs. "Suggest expert personas" asks the first
 agent's model for a checked list (`mad_core.personas`) and leaves the fields as they were, saying
-why, when the model cannot give one. A preset fills the settings; a question the user wrote
-is kept (with the task fields that go with it) unless they ask for the preset's example.
+why, when the model cannot give one.
+
+Presets: a preset fills the settings; a question the user wrote is kept (with the task fields they
+gave it) unless they ask for the preset's example. The preset's task fields (task instruction,
+reference answer, answer type and options) belong to its example question only: as soon as the
+question in the form is another one (typed over it, or kept when the preset was chosen), those of
+them still as the preset set them are cleared and a caption says so, so that a hidden reference
+never grades a question it was not written for; "Use the preset's example question" brings them
+back. Once any setting differs from the preset's, the picker and its caption name what was changed.
 
 The reference answer is a plain text input masked by CSS (`-webkit-text-security`) rather than
 `type="password"`: Streamlit 1.67's password input skips committing its value on blur when
@@ -19,7 +26,8 @@ focus moves to its show/hide button (which Tab does), so a reference left with T
 
 Keys besides the fields' own: `form_errors` (the summary), `error_<key>`, `start_wait` (why Start
 is disabled), `persona_error`, `<kind>_doc` (a picker's description), `show_reference`,
-`use_preset_question`.
+`use_preset_question`, `advanced` (the expander), `preset_note` (what the form changed from the preset,
+what of it was cleared).
 
 What it must not do: run a debate in the script (Start hands the config to `mad_core.live`),
 or render user or model text as HTML.
@@ -48,6 +56,9 @@ FORM_LIVE = "form_live"  # session key: the problems shown came from validation:
 PERSONA_ERROR = "persona_error"
 FORM_EXTRA = "form_extra"  # config fields a preset or fork set that the form does not show
 PRESET_QUESTION = "preset_question"  # the question the last applied preset wrote (a different one is the user's)
+PRESET_TASK = "preset_task"  # {task field: [value the preset set, times cleared]} while it may still be cleared
+PRESET_CLEARED = "preset_cleared"  # the task fields of the preset cleared because the question is the user's
+PRESET_NO_SETTLE = "preset_no_settle"  # this run's preset callback cleared fields: the browser has not seen it yet
 TASK_FIELDS = ("question", "task", "reference", "answer_type", "answer_options")  # a question and its reading
 
 _DEFAULTS = DebateConfig(question="x")
@@ -111,6 +122,8 @@ def form_defaults() -> dict[str, Any]:
     state.update(question="", reference="", judge_model="", summarizer_model="", tit_for_tat=TFT_NONE, preset="",
                  answer_options="", n_agents=3, max_tokens=_AGENT.max_tokens, supervisor_model="",
                  kks_players=KKS_DEFAULT_PLAYERS, kks_seed=0)
+    # the preset's bookkeeping: kept with the form (another page, a reload), never part of the config
+    state.update({PRESET_QUESTION: "", PRESET_TASK: {}, PRESET_CLEARED: []})
     for i in range(MAX_AGENTS):
         for name, pattern in AGENT_KEYS.items():
             state[pattern.format(i=i)] = _agent_defaults(i)[name]
@@ -154,10 +167,14 @@ def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_config(config: dict[str, Any], preset: str = "") -> None:
-    """Fill the form from a config dict (call before the form's widgets are drawn)."""
-    for key, value in config_to_state(config).items():
+    """Fill the form from a config dict (call before the form's widgets are drawn); `preset`: the
+    preset it comes from, whose task fields then apply while the question is its own."""
+    state = config_to_state(config)
+    for key, value in state.items():
         st.session_state[key] = value
     st.session_state["preset"] = preset
+    if preset:
+        _own_preset_task(state)
     clear_errors()
 
 
@@ -258,7 +275,7 @@ def error_slot(key: str) -> None:
 
 
 def error_summary() -> None:
-    """Every pending problem by its field's label, right under Start (where the user is looking)."""
+    """Every pending problem by its field's label, right above Start (where the user is looking)."""
     errors = st.session_state.get(FORM_ERROR) or []
     if not errors:
         return
@@ -275,29 +292,108 @@ def session_debate_running() -> bool:
 
 
 # ----- presets --------------------------------------------------------------------------------
+def _own_preset_task(example: dict[str, Any]) -> None:
+    """Record that the form's question and task fields are the preset's own (`example`: its form state)."""
+    blank = form_defaults()
+    st.session_state[PRESET_QUESTION] = example["question"]
+    st.session_state[PRESET_TASK] = {key: [example[key], 0] for key in TASK_FIELDS[1:] if example[key] != blank[key]}
+    st.session_state[PRESET_CLEARED] = []
+
+
+def release_preset_task(settle: bool = True) -> None:
+    """While the question in the form is not the preset's, clear the preset's task fields that are as it
+    set them, and remember which (for the caption). Call before the form's widgets are drawn.
+
+    The fields stay watched until the browser has shown them cleared: a click made while the clearing run
+    was on its way brings the preset's values back (Streamlit sends every widget's value with each rerun),
+    all of them at once, and they are cleared again (once). A run in which any of them holds something
+    else settles them (`settle`: not in the run that cleared them): one field back at the preset's value
+    then is the user's own choice (e.g. the Knight-Knave-Spy answer type for their own puzzle), and stays."""
+    state = st.session_state
+    task = state.get(PRESET_TASK) or {}
+    if not task or state.get("question") == state.get(PRESET_QUESTION):
+        return
+    blank, cleared = form_defaults(), list(state.get(PRESET_CLEARED) or [])
+    back = [key for key, (value, _) in task.items() if state.get(key) == value]
+    first = all(times == 0 for _, times in task.values())
+    if back and (first or (len(back) == len(task) and all(times < 2 for _, times in task.values()))):
+        for key in back:
+            state[key] = blank[key]
+        cleared += [key for key in back if key not in cleared]
+        state[PRESET_TASK] = {key: [value, times + 1] for key, (value, times) in task.items()}
+    elif settle:
+        state[PRESET_TASK] = {}
+    state[PRESET_CLEARED] = cleared
+
+
 def _on_preset() -> None:
-    """Fill the form from the chosen preset, keeping a question the user wrote (and how it is read)."""
+    """Fill the form from the chosen preset, keeping a question the user wrote (and the task fields they gave
+    it); the preset's own task fields do not come with it (they belong to the preset's example question)."""
     choice = st.session_state.get("preset")
     presets = load_presets()
     if choice not in presets:
         return
+    release_preset_task(settle=False)  # a previous preset's task fields left with its question
+    previous = dict(st.session_state.get(PRESET_TASK) or {})  # still watched: the browser may send them back
     question = str(st.session_state.get("question") or "")
     own = {key: st.session_state.get(key) for key in TASK_FIELDS} \
         if question.strip() and question != st.session_state.get(PRESET_QUESTION) else None
     apply_config(presets[choice]["config"], preset=choice)
-    st.session_state[PRESET_QUESTION] = st.session_state["question"]
     if own:
         st.session_state.update(own)
+        st.session_state[PRESET_CLEARED] = list(st.session_state[PRESET_TASK])
+        st.session_state[PRESET_TASK] = previous
+    st.session_state[PRESET_NO_SETTLE] = True
 
 
 def use_preset_question() -> None:
-    """Replace the user's question (and its task fields) with the chosen preset's example."""
+    """Replace the user's question (and its task fields) with the chosen preset's example and its task fields."""
     presets = load_presets()
     choice = st.session_state.get("preset")
     if choice in presets:
         example = config_to_state(presets[choice]["config"])
         st.session_state.update({key: example[key] for key in TASK_FIELDS})
-        st.session_state[PRESET_QUESTION] = example["question"]
+        _own_preset_task(example)
+
+
+def changed_from_preset(name: str, state=None) -> list[str]:
+    """The form's settings that differ from preset `name`'s, by widget key (the question and its task fields
+    only while the question is the preset's: another question's are the user's anyway)."""
+    state = state if state is not None else st.session_state
+    preset = config_to_state(load_presets()[name]["config"])
+    own_question = state.get("question") == state.get(PRESET_QUESTION)
+    keys = [key for key in FIELD_KEYS if own_question or key not in TASK_FIELDS]
+    keys += ["n_agents", "max_tokens"]
+    shown = max(0, min(int(state.get("n_agents") or 0), int(preset["n_agents"]), MAX_AGENTS))
+    keys += [pattern.format(i=i) for i in range(shown) for pattern in AGENT_KEYS.values()]
+    changed = [key for key in keys if state.get(key) != preset[key]]
+    if (state.get(FORM_EXTRA) or {}) != preset[FORM_EXTRA]:
+        changed.append("form")  # a setting the form does not show (a fork's, a config file's)
+    return changed
+
+
+def _changed_names(changed: list[str], most: int | None = None) -> str:
+    names = list(dict.fromkeys("other settings" if key == "form" else label_of(key).split(",")[0] for key in changed))
+    if most is not None and len(names) > most:
+        names = names[:most] + [f"{len(names) - most} more"]
+    return ", ".join(names)
+
+
+def _render_preset_note(chosen: str, presets: dict[str, Any], changed: list[str]) -> None:
+    """Under the picker: the preset's source, whose question it is, what of the preset was cleared or changed."""
+    with st.container(key="preset_note"):
+        st.caption(f"Source: {presets[chosen]['source']}")
+        if st.session_state.get("question") != st.session_state.get(PRESET_QUESTION):
+            cleared = st.session_state.get(PRESET_CLEARED) or []
+            if cleared:
+                st.caption(f"The question is yours: what the preset set for its example question is cleared "
+                           f"({_changed_names(cleared).lower()}).")
+            else:
+                st.caption("The question is yours, not the preset's example.")
+            st.button("Use the preset's example question instead", key="use_preset_question",
+                      on_click=use_preset_question)
+        st.caption(f"Changed from the preset: {_changed_names(changed)}." if changed
+                   else "The preset set the other settings.")
 
 
 # ----- actions --------------------------------------------------------------------------------
@@ -347,6 +443,7 @@ def generate_kks_puzzle() -> None:
     st.session_state.update(question=puzzle.text, reference=assignment_text(puzzle.solution, puzzle.names),
                             answer_type="kks", answer_options=options_text(puzzle.names), paradigm=KKS_PARADIGM,
                             protocol="kks_player_vote", aad=False, rounds=n + 2, max_rounds=n + 2)
+    st.session_state.update({PRESET_TASK: {}, PRESET_CLEARED: []})  # the task fields are the puzzle's own
     clear_errors()
 
 
@@ -430,12 +527,15 @@ def render_fork_banner() -> None:
 
 def render_form(height: int = 860) -> None:
     """The whole debate form (in a scroll box, so Start stays in sight), the summary of its problems
-    and its Start button (disabled while this session's debate runs)."""
+    and its Start button (disabled while this session's debate runs). The page's CSS (app.py) lets the
+    box take the column's height less what follows it: the summary shrinks the box and Start stays
+    where it was clicked, both in view at 1280x720."""
     if st.session_state.get(FORM_LIVE) and st.session_state.get(FORM_ERROR):
         show_errors(problems(), recheck=True)  # a field fixed since Start loses its message
     with st.container(height=height, key="setup_form"):
         _render_fields()
     error_slot("form")
+    error_summary()  # right above Start: the box gives it room, the button stays where it was clicked
     label = "Start fork" if st.session_state.get(FORK_REQUEST) else "Start debate"
     running = session_debate_running()
     why = "This session's debate is still running: stop it (sidebar) or let it finish, then start another."
@@ -444,19 +544,21 @@ def render_form(height: int = 860) -> None:
     if running:  # a disabled button shows no tooltip: say it beside it too
         with st.container(key="start_wait"):
             st.caption(why)
-    error_summary()  # right under Start: the button stays where it was clicked
 
 
 def _render_fields() -> None:
     presets = load_presets()
-    chosen = st.selectbox("Preset", [""] + list(presets), key="preset", on_change=_on_preset,
+    # the question was typed over: the preset's reference must not grade it
+    release_preset_task(settle=not st.session_state.pop(PRESET_NO_SETTLE, False))
+    current = st.session_state.get("preset")
+    changed = changed_from_preset(current) if current in presets else []
+    # What was changed goes in the label, never in the options' texts: Streamlit 1.67 sends a selectbox's
+    # value as its option's text, so a text that changed between runs would lose the choice.
+    label = f"Preset (changed: {_changed_names(changed, 2)})" if changed else "Preset"
+    chosen = st.selectbox(label, [""] + list(presets), key="preset", on_change=_on_preset,
                           format_func=lambda p: presets[p]["title"] if p in presets else "(none: fill in yourself)")
     if chosen in presets:
-        st.caption(f"Source: {presets[chosen]['source']}")
-        if st.session_state.get("question") != st.session_state.get(PRESET_QUESTION):
-            st.caption("The question is yours (kept when the preset was chosen); the preset set the rest.")
-            st.button("Use the preset's example question instead", key="use_preset_question",
-                      on_click=use_preset_question)
+        _render_preset_note(chosen, presets, changed)
     # height="content": a fixed-height text_area collapses to 0 px inside a scrolling container (Streamlit 1.67).
     st.text_area(LABELS["question"], key="question", height="content", placeholder="What should the agents answer?")
     error_slot("question")
@@ -520,7 +622,7 @@ def _render_fields() -> None:
     with right:
         _number("cumulative_points")
     _model_choice("judge_model")
-    with st.expander("Advanced"):
+    with st.expander("Advanced", key="advanced"):
         for key in ("extract_final_answers", "judge_adaptive_break", "auto_personas"):
             st.checkbox(LABELS[key], key=key)
         _number("debate_subrounds")

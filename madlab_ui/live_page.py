@@ -225,7 +225,7 @@ def draw_moving(page: LivePage, slots: Slots) -> None:
     else:
         st.caption("Waiting for the first turn…")
     with slots.usage:
-        transcript.render_usage(view)
+        transcript.render_usage(view, page.paused)
 
 
 def tick(page: LivePage, slots: Slots) -> None:

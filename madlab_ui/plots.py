@@ -180,22 +180,22 @@ def render_summary(view: DebateView, report: dict[str, Any]) -> None:
 
 
 def render_agents(report: dict[str, Any]) -> None:
-    """Per agent: model, calls, tokens, latency, estimated cost, path consistency, initial and
-    final state (seed 001 §6.2), and who changed their answer when, after what (keyed agent_metrics)."""
+    """Per agent: model, path consistency, initial and final state (seed 001 §6.2), the number of
+    answer changes, and who changed their answer when, after what (keyed agent_metrics). Calls,
+    tokens, seconds and cost are the usage table's ("Cost and progress", drawn on the same pages):
+    ten columns did not fit the Debate page's stage column."""
     agents = report.get("agents") or {}
     with st.container(key="agent_metrics", border=True):
         st.markdown("**Agents**")
         if not agents:
             st.caption(EMPTY)
             return
-        rows = [{"agent": label, "model": row.get("model") or "", "calls": row.get("calls", 0),
-                 "tokens in": row.get("prompt_tokens", 0), "tokens out": row.get("completion_tokens", 0),
-                 "seconds": f"{row.get('latency_s') or 0.0:.1f}",
-                 "cost": reports.format_dollars(row.get("cost_usd"), "unknown"),
-                 "path consistency": num(row.get("path_consistency")),
+        rows = [{"agent": label, "model": row.get("model") or "", "consistency": _cell(num(row.get("path_consistency"))),
                  "initial → final": _states(row), "changes": len(row.get("changes") or [])}
                 for label, row in agents.items()]
-        st.table(rows)
+        st.table(rows, hide_index=True)
+        st.caption("consistency: path consistency of the agent's answers (seed 003 Eq. 2); calls, tokens and "
+                   "cost per agent: Cost and progress.")
         changes = [c for row in agents.values() for c in row.get("changes") or []]
         if changes:
             st.markdown("**Who changed their answer when**")
@@ -207,17 +207,22 @@ def render_agents(report: dict[str, Any]) -> None:
                     st.caption(f"just before, {md_escape(before['agent'])} said: {md_escape(before['text'])}")
 
 
+def _cell(text: str) -> str:
+    """A table cell's text: st.table reads cells as Markdown, where a lone "-" is a list bullet."""
+    return "—" if text == "-" else text
+
+
 def _states(row: dict[str, Any]) -> str:
     start, end = row.get("initial_state"), row.get("final_state")
     if start is None:
-        return "-"
+        return "—"  # no reference: no state (a "-" would show as a bullet)
     if isinstance(start, dict):  # per player (Knight-Knave-Spy)
-        return "; ".join(f"{player}: {state} → {(end or {}).get(player, '-')}" for player, state in start.items())
-    return f"{start} → {end or '-'}"
+        return "; ".join(f"{player}: {state} → {(end or {}).get(player, '—')}" for player, state in start.items())
+    return f"{start} → {end or '—'}"
 
 
 def render_plots(view: DebateView) -> None:
-    """The metrics: summary, the charts in a grid (plot_diversity = similarity of final answers and
+    """The metrics: summary, the charts one per row (plot_diversity = similarity of final answers and
     of whole replies, plot_entropy, plot_agreement, plot_accuracy, plot_votes, plot_timeline) and the
     per-agent table."""
     with st.spinner("Computing the metrics (the first time loads the SBERT model)…"):
@@ -225,11 +230,8 @@ def render_plots(view: DebateView) -> None:
     render_summary(view, report)
     charts = figures.debate_figures(view, report, revealed=revealed(view))
     empty = {"plot_votes": "Appears after the first round's vote or decision attempt."}
-    left, right = st.columns(2)
-    for column, keys in ((left, ("plot_diversity", "plot_agreement", "plot_votes")),
-                         (right, ("plot_entropy", "plot_accuracy", "plot_timeline"))):
-        with column:
-            for key in keys:
-                if key in charts:
-                    chart(key, charts[key][0], charts[key][1], empty.get(key, EMPTY))
+    # One chart per row: two side by side were ~270 px wide in the Debate page's stage column
+    # (titles cut, cells too small); the figures are made to read at figures.CHART_MIN_WIDTH_PX.
+    for key, (title, fig) in charts.items():
+        chart(key, title, fig, empty.get(key, EMPTY))
     render_agents(report)

@@ -6,8 +6,9 @@ students open on their own devices (`/Poll?poll=<id>`).
   `poll_close`, `poll_reveal` (only once the decision is shown, so the results never spoil it),
   and a prediction recorded on a student's behalf (`poll_proxy_voter`, `poll_proxy_option`,
   `poll_proxy_send`).
-- Stage (`poll_stage`): the question, the plain link to vote (`poll_link`), how many predictions
-  are in (`poll_count`) and, only after the reveal, the counts and who predicted right
+- Stage (`poll_stage`, a compact band in the presenter's screen): the question and how many
+  predictions are in (`poll_count`) on one line, the plain link to vote in big type (`poll_link`)
+  while open and, only after the reveal, the counts in one line and who predicted right
   (`poll_results`). It refreshes itself every POLL_REFRESH_S (students vote from elsewhere).
 - Student page: `poll_id_input` when the URL has no poll, `poll_debate_question`, `poll_voter` (name; empty = this
   device's token), `poll_choice`, `poll_predict`, `poll_mine` (your prediction), `poll_results`.
@@ -124,18 +125,23 @@ def render_teacher(debate_id: str, view: DebateView) -> None:
 
 
 # ----- results (stage and student page) ---------------------------------------------------------
-def render_results(result: dict) -> None:
-    """Counts per option with the decision marked, and who predicted right (revealed polls only)."""
+def render_results(result: dict, compact: bool = False) -> None:
+    """Counts per option with the decision marked, and who predicted right (revealed polls only):
+    a table, or one line (`compact`, for the presenter's band)."""
     if result["counts"] is None:
         return
     decision = result["decision"]
-    with st.container(key="poll_results", border=True):
+    with st.container(key="poll_results", border=not compact):
         if decision is None:
             st.markdown("**No decision** was reached: nobody predicted right.")
-        rows = [{"answer": option, "predictions": n,
-                 "decision": "✅ the decision" if polls.matches(option, decision) else ""}
-                for option, n in result["counts"].items()]
-        st.table(rows)
+        marks = {option: "✅ the decision" if polls.matches(option, decision) else ""
+                 for option in result["counts"]}
+        if compact:
+            st.markdown(" · ".join(f"{md_escape(option)}: **{n}**" + (f" {marks[option]}" if marks[option] else "")
+                                   for option, n in result["counts"].items()))
+        else:
+            st.table([{"answer": option, "predictions": n, "decision": marks[option]}
+                      for option, n in result["counts"].items()])
         right = result["right"] or []
         st.markdown(f"**Predicted right ({len(right)} of {result['total']}):** "
                     + (", ".join(md_escape(v) for v in right) if right else "nobody"))
@@ -151,17 +157,21 @@ def render_stage(debate_id: str) -> None:
         if poll is None:
             return
         result = polls.results(store, poll["id"])
+        # A compact band for a 1280x720 screen: the question and the count on one line, then the link
+        # (while open) or the results in a line or two (once revealed).
+        word = {"open": "open", "closed": "closed: waiting for the reveal", "revealed": "revealed"}
         with st.container(key="poll_stage", border=True):
-            st.markdown(f"### 🗳️ {md_escape(poll['question'])}")
+            with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+                st.markdown(f"**🗳️ {md_escape(poll['question'])}**", width="content")
+                with st.container(key="poll_count", width="content"):
+                    st.markdown(f"**{result['total']}** prediction{'s' if result['total'] != 1 else ''} · "
+                                f"{word[poll['status']]}")
             if poll["status"] == "open":
-                st.markdown("Predict on your own device:")
-                with st.container(key="poll_link"):
-                    st.code(poll_url(poll["id"]), language=None)
-            with st.container(key="poll_count"):
-                word = {"open": "open", "closed": "closed: waiting for the reveal", "revealed": "revealed"}
-                st.markdown(f"**{result['total']}** prediction{'s' if result['total'] != 1 else ''} · "
-                            f"{word[poll['status']]}")
-            render_results(result)
+                with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+                    st.markdown("Predict on your own device:", width="content")
+                    with st.container(key="poll_link"):
+                        st.code(poll_url(poll["id"]), language=None)
+            render_results(result, compact=True)
 
     stage()
 

@@ -3,18 +3,25 @@ current speaker highlighted, the controls out of sight and on keys: what to show
 and the poll's controls in the sidebar (collapsed at first); the keys' buttons in a slim, faded row
 at the bottom of the page (a collapsed sidebar does not mount its widgets, so their keys would be dead).
 
+One screen without page scroll at 1280x720 (`assets/presenter.css`): the question, a band with the
+decision once shown and the prediction poll (`madlab_ui.poll`: its link and count while open, its
+results after the reveal), then the agents, whose text scrolls inside each column's own box.
+
 It shows either this session's live debate (st.session_state[DEBATE_ID], see `mad_core.live`; the
-current speaker is the agent whose turn is streaming; K pauses and resumes it through the
-Controller) or a stored debate in replay (chosen by id, or `?replay=<id>` in the URL; the replay
-is `madlab_ui.replay`'s position: K plays / pauses, Right / Left step; the current speaker is the
-agent of the last turn replayed, and nothing the replay has not reached is drawn). The decision
-leads the stage once it is shown; the prediction poll (`madlab_ui.poll`) follows the agents.
+current speaker is the agent whose turn is streaming, and its column says what it does in true
+words: about to speak, speaking, voting, writing the personas, paused while the Controller holds
+the debate; K pauses and resumes it through the Controller) or a stored debate in replay (chosen
+by id, or `?replay=<id>` in the URL; the replay is `madlab_ui.replay`'s position: K plays / pauses,
+Right / Left step; the current speaker is the agent of the last turn replayed, and nothing the
+replay has not reached is drawn).
 
 Keys: `presenter_source`, `presenter_debate_id`, `presenter_pause` (live), the replay's
 `presenter_play` / `presenter_next` / `presenter_prev` / `presenter_round` / `presenter_position`
-and `presenter_speed`, `presenter_stage`, `presenter_question`, `presenter_controls` (the keys' row), `presenter_agent_{i}` (one per
-agent, in config order), `presenter_speaking` (inside the speaker's column), `presenter_other`
-(a speaker who is not an agent: the judge).
+and `presenter_speed`, `presenter_screen` (everything but the sidebar), `presenter_stage`
+(question, band, agents), `presenter_question`, `presenter_band`, `presenter_agents`,
+`presenter_controls` (the keys' row), `presenter_agent_{i}` (one per agent, in config order),
+`presenter_text_{i}` (its text box), `presenter_speaking` (inside the speaker's column),
+`presenter_other` (a speaker who is not an agent: the judge).
 What it must not do: run or change a debate other than through its Controller, or render model
 or user text as HTML: the only HTML injected is the static stylesheet `assets/presenter.css`.
 """
@@ -23,19 +30,25 @@ from __future__ import annotations
 import streamlit as st
 
 from mad_core import live
+from mad_core.events import TurnFinished
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from . import poll, replay, transcript
 from .common import DEBATE_ID, ROOT, agent_style, id8, md_escape, open_store, short
 
 LIVE_REFRESH_S = 0.5
-LONG_TEXT_CHARS = 450  # a reply longer than this scrolls in a box LONG_TEXT_PX high
-LONG_TEXT_PX = 300
+TEXT_BOX_PX = 300  # an agent's text box before the stylesheet sizes it to the window (see _agent)
 SOURCE = "presenter_source"
 CHOSEN = "presenter_debate_id"
 FOLLOWER = "presenter_follower"  # session key: the live.Follower of the debate shown live
 SOURCES = {"live": "This session's live debate", "replay": "A stored debate (replay)"}
 CSS = ROOT / "assets" / "presenter.css"
+HELD = {"paused": "⏸️ paused", "stopping": "⏹️ stopping"}  # a live debate held by its controller
+# What an agent does in a turn that is not a discussion turn (the header's mark and the column's line).
+ACTIVITIES = {"persona": ("✍️", "writing the panel's personas"), "extraction": ("📝", "stating a final answer"),
+              "vote": ("🗳️", "voting"), "judge": ("⚖️", "judging"), "challenge": ("❓", "answering a challenge"),
+              "summary": ("🧾", "summarising the round"), "moderator": ("🎙️", "moderating"),
+              "supervisor": ("🧭", "supervising"), "order": ("🔀", "choosing who speaks next")}
 
 
 def style() -> None:
@@ -53,32 +66,43 @@ def latest_turns(view: DebateView) -> dict[str, TurnView]:
     return latest
 
 
-def live_speaker(view: DebateView) -> str | None:
-    """The agent whose turn is streaming now (the last one started, when several are)."""
+def live_speaker(view: DebateView) -> TurnView | None:
+    """The turn streaming now (the last one started, when several are)."""
     streaming = view.running_turns
-    return streaming[-1].agent if streaming else None
+    return streaming[-1] if streaming else None
 
 
-def render_stage(view: DebateView, speaker: str | None, where: str) -> None:
-    """The question, the decision once shown, the agents side by side (the speaker highlighted)."""
-    with st.container(key="presenter_stage"):
-        with st.container(key="presenter_question"):
-            st.markdown(f"## {md_escape(short(view.config.get('question', ''), 400))}")
-        st.caption(where)
-        transcript.render_decision(view)  # once shown, the decision leads
-        latest = latest_turns(view)
-        agents = view.agents
+def activity(turn: TurnView, held: str | None = None) -> str:
+    """What the speaker of `turn` is doing, in words that are true now: "⏸️ paused" / "⏹️ stopping"
+    while the controller holds the debate, "💭 about to speak" before a discussion turn's first
+    word, "🎙️ speaking" after it, and the task of any other turn ("🗳️ voting", "✍️ writing the
+    panel's personas", ...)."""
+    if held:
+        return HELD[held]
+    if turn.kind in DISCUSSION_KINDS:
+        return "🎙️ speaking" if turn.text or turn.status != "streaming" else "💭 about to speak"
+    icon, words = ACTIVITIES.get(turn.kind, ("⚙️", f"working ({turn.kind})"))
+    return f"{icon} {words}"
+
+
+def render_stage(view: DebateView, speaker: TurnView | None, where: str, held: str | None = None) -> None:
+    """The status line and the agents side by side (the speaker's column highlighted, saying what it
+    does: `activity`); `held` is "paused" / "stopping" while the live debate's controller holds it."""
+    st.caption(where)
+    latest = latest_turns(view)
+    agents = view.agents
+    with st.container(key="presenter_agents"):
         columns = st.columns(max(1, len(agents)), gap="medium")
         for i, (column, agent) in enumerate(zip(columns, agents)):
             with column, st.container(key=f"presenter_agent_{i}", border=True):
-                if agent == speaker:
+                if speaker is not None and agent == speaker.agent:
                     with st.container(key="presenter_speaking"):
-                        _agent(view, agent, latest.get(agent), speaking=True)
-                else:
-                    _agent(view, agent, latest.get(agent), speaking=False)
-        if speaker is not None and speaker not in agents:
-            with st.container(key="presenter_other", border=True):
-                st.markdown(f"### 🎙️ {md_escape(speaker)} is speaking")
+                        _agent(view, i, latest.get(agent), speaker, held)
+                else:  # a turn streaming at the same time (simultaneous paradigms) is held too
+                    _agent(view, i, latest.get(agent), None, held)
+    if speaker is not None and speaker.agent not in agents:
+        with st.container(key="presenter_other", border=True):
+            st.markdown(f"### {md_escape(speaker.agent)} · {activity(speaker, held)}")
 
 
 def live_where(view: DebateView, word: str) -> str:
@@ -88,27 +112,32 @@ def live_where(view: DebateView, word: str) -> str:
                       ([f"round {max(rounds)}"] if rounds else []))
 
 
-def _agent(view: DebateView, agent: str, turn: TurnView | None, speaking: bool) -> None:
+def _agent(view: DebateView, i: int, turn: TurnView | None, current: TurnView | None, held: str | None) -> None:
+    """One agent's column: name (and what it does now, when it is the speaker), persona, its latest
+    discussion turn in a box that scrolls inside the column (`presenter_text_{i}`: the stylesheet
+    sizes it to the window, so a long turn never makes the page taller)."""
+    agent = view.agents[i]
     color, avatar, _ = agent_style(agent, view.agents)
-    mark = " · 🎙️ speaking" if speaking else ""
+    mark = f" · {activity(current, held)}" if current is not None else ""
     st.markdown(f"### {avatar} :{color}[{md_escape(agent)}]{mark}")
     persona = view.personas.get(agent)
     if persona:
         st.caption(md_escape(short(persona, 160)))
-    if turn is None:
-        st.markdown("*(has not spoken yet)*")
-        return
-    st.caption(f"round {turn.round} · {md_escape(turn.kind)}")
-    # A long reply scrolls inside its column (the newest words in view while it streams); a short one
-    # takes only its own room, so the decision and the poll stay on a 1280x720 screen.
-    box = st.container(height=LONG_TEXT_PX, autoscroll=turn.status == "streaming", border=False) \
-        if len(turn.text) > LONG_TEXT_CHARS else st.container()
-    with box:
-        if turn.text:
-            st.markdown(turn.text + (" ▌" if turn.status == "streaming" else ""))
+    streaming = turn is not None and turn.status == "streaming"
+    if turn is not None:
+        st.caption(" · ".join([f"round {turn.round}", md_escape(turn.kind)] + ([held] if streaming and held else [])))
+    # The newest words stay in view while it streams (autoscroll needs a fixed height: the stylesheet
+    # then stretches the box to what the column has left).
+    with st.container(height=TEXT_BOX_PX, autoscroll=streaming and not held, border=False,
+                      key=f"presenter_text_{i}"):
+        if turn is None:  # the speaker's own task before its first discussion turn, else a plain fact
+            st.markdown(f"*{activity(current)}{' (paused)' if held == 'paused' else '…'}*" if current is not None
+                        else "*(has not spoken yet)*")
+        elif turn.text:
+            st.markdown(turn.text + (" ▌" if streaming and not held else ""))
         else:
-            st.markdown("*thinking…*")
-    if turn.answer and turn.status != "streaming":
+            st.markdown("*paused before its first word*" if held else "*thinking…*")
+    if turn is not None and turn.answer and not streaming:
         st.markdown(f"#### Answer: {md_escape(short(turn.answer, 120))}")
 
 
@@ -142,8 +171,8 @@ def _choose() -> tuple[str, str | None]:
         return "replay", None
 
 
-def _live(debate_id: str, stage_box, keys_box) -> tuple[DebateView, str]:
-    """The live debate's stage, refreshed while it runs, and its pause / resume key."""
+def _live(debate_id: str, boxes: dict) -> tuple[DebateView, str]:
+    """The live debate's agents, refreshed while it runs, and its pause / resume key."""
     debate = live.get(debate_id)
     if debate is None:  # run elsewhere or before this server started: what the store holds
         store = open_store()
@@ -151,15 +180,15 @@ def _live(debate_id: str, stage_box, keys_box) -> tuple[DebateView, str]:
             st.warning(f"Debate {id8(debate_id)} is gone.")
             return DebateView(), ""
         view = DebateView.from_store(store, debate_id)
-        with stage_box:
+        with boxes["agents"]:
             render_stage(view, None, live_where(view, view.status))
         return view, debate_id
     paused = debate.controller.paused
     active = not debate.done and not debate.controller.stopped
-    keys_box.button("Resume" if paused else "Pause", key="presenter_pause", icon="▶️" if paused else "⏸️",
-                    shortcut="K", disabled=not active, type="tertiary",
-                    on_click=debate.controller.resume if paused else debate.controller.pause,
-                    help="Pause or resume the debate (key K).")
+    boxes["keys"].button("Resume" if paused else "Pause", key="presenter_pause", icon="▶️" if paused else "⏸️",
+                         shortcut="K", disabled=not active, type="tertiary",
+                         on_click=debate.controller.resume if paused else debate.controller.pause,
+                         help="Pause or resume the debate (key K).")
     follower = _follower(debate)
     follower.refresh()
     drawn = (transcript.status_word(follower.view, debate), follower.view.decision is not None)
@@ -169,27 +198,46 @@ def _live(debate_id: str, stage_box, keys_box) -> tuple[DebateView, str]:
         follower.refresh()
         view = follower.view
         now = (transcript.status_word(view, debate), view.decision is not None)
-        if now != drawn:  # decided, paused, ended: the controls (pause, the poll's reveal) follow
+        if now != drawn:  # decided, paused, ended: the controls, the decision and the poll's reveal follow
             st.rerun(scope="app")
-        render_stage(view, live_speaker(view), live_where(view, now[0]))
+        render_stage(view, live_speaker(view), live_where(view, now[0]), now[0] if now[0] in HELD else None)
 
-    with stage_box:
+    with boxes["agents"]:
         stage()
     return follower.view, debate_id
 
 
-def _replay(debate_id: str, stage_box, keys_box) -> DebateView:
+def _replay(debate_id: str, boxes: dict) -> DebateView:
     steps = replay.load(debate_id)
     if replay.state(debate_id) is None:
         replay.begin(debate_id, playing=False)
     with st.sidebar:
         speed = st.slider("Replay speed (steps per second)", 0.25, 4.0, 0.5, step=0.25, key="presenter_speed")
-    with keys_box:
+    with boxes["keys"]:
         position = replay.render_controls(debate_id, steps, "presenter", speed)
     view = steps.view(position)
-    with stage_box:
-        render_stage(view, steps.speaker(position), steps.label(position))
+    step = steps.step_event(position)
+    speaker = view.turn(step.turn.id) if isinstance(step, TurnFinished) else None
+    with boxes["agents"]:
+        render_stage(view, speaker, steps.label(position))
     return view
+
+
+def _band(view: DebateView, debate_id: str) -> None:
+    """Above the agents, in view on a 1280x720 screen: the decision once shown and the poll (its link
+    and count, its results after the reveal), side by side when there are both."""
+    decided = view.decision is not None or view.status in ("stopped", "failed", "interrupted")
+    polled = poll.current_poll(open_store(), debate_id) is not None
+    if decided and polled:
+        left, right = st.columns(2, gap="medium")
+        with left:
+            transcript.render_decision(view)
+        with right:
+            poll.render_stage(debate_id)
+    elif decided:
+        transcript.render_decision(view)
+    elif polled:
+        poll.render_stage(debate_id)
 
 
 def render() -> None:
@@ -203,18 +251,24 @@ def render() -> None:
                 if source == "replay" else "This session has no live debate: start one on the Debate page, or "
                 "open the sidebar and choose a stored debate to replay.")
         return
-    # The stage on top, the poll below it, the keys' buttons in a slim row at the bottom: widgets in a
-    # collapsed sidebar are not mounted, so their keyboard shortcuts would not work there.
-    stage_box, poll_box = st.container(), st.container()
-    keys_box = st.container(key="presenter_controls")
+    # One screen, no page scroll (assets/presenter.css): the question, the band (decision, poll), the
+    # agents (their text scrolls inside each column), and the keys' buttons in a slim row at the bottom:
+    # widgets in a collapsed sidebar are not mounted, so their keyboard shortcuts would not work there.
+    with st.container(key="presenter_screen"):
+        with st.container(key="presenter_stage"):
+            boxes = {"question": st.container(key="presenter_question"), "band": st.container(key="presenter_band"),
+                     "agents": st.container()}
+        boxes["keys"] = st.container(key="presenter_controls")
     if source == "live":
-        view, debate_id = _live(debate_id, stage_box, keys_box)
+        view, debate_id = _live(debate_id, boxes)
     else:
-        view = _replay(debate_id, stage_box, keys_box)
+        view = _replay(debate_id, boxes)
     if not debate_id:
         return
-    with poll_box:
-        poll.render_stage(debate_id)
+    with boxes["question"]:
+        st.markdown(f"## {md_escape(short(view.config.get('question', ''), 400))}")
+    with boxes["band"]:
+        _band(view, debate_id)
     with st.sidebar:
         st.divider()
         poll.render_teacher(debate_id, view)

@@ -39,6 +39,7 @@ class Steps:
 
     events: list[Event]
     starts: list[int] = field(default_factory=list)  # index in `events` where each step begins
+    _whole: DebateView | None = field(default=None, repr=False, compare=False)  # every event folded
 
     @classmethod
     def of(cls, events: list[Event]) -> "Steps":
@@ -117,14 +118,19 @@ class Steps:
         if isinstance(event, TurnFinished):
             turn = event.turn
             return (f"Replay: {where} · {md_escape(turn.agent)} · {md_escape(turn.kind)} · "
-                    f"{round_name(turn.round).lower()}")
+                    f"{md_escape(self.round_name(turn.round))}")
         return f"Replay: {where} · the decision"
 
-
-def round_name(rnd: int | None) -> str:
-    if rnd == DECISION:
-        return "Decision"
-    return "Independent drafts" if rnd == 0 else f"Round {rnd}"
+    def round_name(self, rnd: int | None) -> str:
+        """A round's name for the picker and the position line: "Decision", else the transcript's
+        heading (`DebateView.round_title`: round 0 is "Setup" when nobody drafted in it, the persona
+        phase of a debate without drafting). Read from the whole debate: whether round 0 holds
+        drafts, and a round's topic, are the configuration's, not a spoiler."""
+        if rnd == DECISION:
+            return "Decision"
+        if self._whole is None:
+            self._whole = self.view(len(self.starts))
+        return self._whole.round_title(rnd)
 
 
 def load(debate_id: str) -> Steps:
@@ -208,7 +214,7 @@ def render_controls(debate_id: str, steps: Steps, prefix: str, speed: float) -> 
     next_col.button("Next", key=f"{prefix}_next", icon="⏭️", shortcut=SHORTCUTS["next"], width="stretch",
                     disabled=position >= len(steps), on_click=_step, args=(debate_id, steps, 1, speed),
                     help="One step on: the next turn, or the decision (Right arrow).")
-    round_col.selectbox("Jump to", steps.rounds(), key=round_key, format_func=round_name,
+    round_col.selectbox("Jump to", steps.rounds(), key=round_key, format_func=steps.round_name,
                         placeholder="(start)", on_change=_jump, args=(debate_id, steps, round_key, speed))
     with st.container(key=f"{prefix}_position"):
         mode = "playing" if playing else "at the end" if position >= len(steps) else "paused"

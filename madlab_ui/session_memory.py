@@ -60,9 +60,10 @@ MEMORY = Memory()
 
 def remembered_keys() -> list[str]:
     """The session-state keys a reload brings back."""
+    from .codebook import ANNOTATOR_KEPT  # the reading room's annotator name
     from .forms import FORM_EXTRA, form_defaults
 
-    return [*form_defaults(), FORM_EXTRA, FORK_REQUEST, DEBATE_ID, POLL_VOTER]
+    return [*form_defaults(), FORM_EXTRA, FORK_REQUEST, DEBATE_ID, POLL_VOTER, ANNOTATOR_KEPT]
 
 
 def valid_token(value: Any) -> bool:

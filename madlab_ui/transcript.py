@@ -27,6 +27,7 @@ STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "fi
                 "failed": "❌", "interrupted": "⚠️"}
 # A turn's mark in its bubble header; a streaming turn of a paused debate reads "paused" (its stream
 # waits before its next piece), never "streaming".
+FROM_PARENT = "↩️ from the parent"  # a fork's copied turn or message (DebateView.from_parent)
 _TURN_MARKS = {"streaming": "✍️ streaming", "paused": "⏸️ paused", "failed": "❌ failed",
                "interrupted": "⏹️ interrupted"}
 
@@ -110,7 +111,7 @@ def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras 
     for kind, item in view.timeline[walk.position:stop]:
         walk.position += 1
         if kind == "steer":
-            _steer(item, next(j for j, e in enumerate(view.steering) if e is item))
+            _steer(item, next(j for j, e in enumerate(view.steering) if e is item), view.from_parent(item))
             continue
         k = view.turn_index(item)
         turn = view.turns[k]
@@ -140,6 +141,8 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
             if turn.round:
                 head.append(f"round {turn.round}")
             head.append(md_escape(turn.model))
+            if view.from_parent(turn):
+                head.append(FROM_PARENT)
             mark = "paused" if paused and turn.status == "streaming" else turn.status
             if mark in _TURN_MARKS:
                 head.append(_TURN_MARKS[mark])
@@ -176,12 +179,12 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
                 extras(turn, k)
 
 
-def _steer(event, j: int) -> None:
+def _steer(event, j: int, from_parent: bool = False) -> None:
     with st.container(key=f"steer_{j}"):
         if event.action == "message":
             to = ", ".join(event.targets) if event.targets else "all agents"
             with st.chat_message("moderator", avatar=MODERATOR_AVATAR):
-                st.markdown(f"**Moderator → {md_escape(to)}**")
+                st.markdown(f"**Moderator → {md_escape(to)}**" + (f" · {FROM_PARENT}" if from_parent else ""))
                 st.markdown(event.message or "")
         else:
             words = {"pause": "paused the debate", "resume": "resumed the debate", "stop": "stopped the debate",
@@ -244,31 +247,52 @@ def reveal_key(view: DebateView) -> str:
     return f"reveal_{view.debate_id}"
 
 
+def no_decision_sentence(view: DebateView) -> str:
+    """One sentence for a debate that ended without a decision, its finish reason folded in:
+    "No decision: the debate was stopped by a person." (never "stopped. stopped by a person")."""
+    reason = view.finish_reason.strip().rstrip(".")
+    verb = "failed" if view.status == "failed" else f"was {view.status}"
+    if view.status == "stopped" and reason.startswith("stopped "):  # "stopped by a person (during ...)"
+        return f"No decision: the debate was {reason}."
+    return f"No decision: the debate {verb}" + (f" ({reason})." if reason else ".")
+
+
 def render_decision(view: DebateView, revealed: bool | None = None) -> None:
-    """The decision card: the extracted answer first, then (only once the reference is revealed:
-    `revealed`, by default the session's `reveal_{debate id}` flag) whether it agrees with the
-    reference, read with the debate's answer type (`decision_agreement`); the full winning text
-    one click away (plain text); protocol, round, winner, forced / fallback notes; the solutions
-    and their scores folded away (`decision_solutions`)."""
+    """The decision card: the extracted answer first (cut to handout.ANSWER_CHARS), then (only
+    once the reference is revealed: `revealed`, by default the session's `reveal_{debate id}`
+    flag) whether it agrees with the reference, read with the debate's answer type
+    (`decision_agreement`); the whole answer (when cut) and the full winning text one click
+    away (plain text, `decision_full_text`); protocol, round, winner, forced / fallback notes;
+    the solutions and their scores folded away (`decision_solutions`)."""
     decision = view.decision
     if decision is None:
         if view.status in ("stopped", "failed", "interrupted"):
-            st.info(f"No decision: the debate {view.status}. {view.finish_reason}".strip())
+            st.info(md_escape(no_decision_sentence(view)))
         return
     if revealed is None:
         revealed = bool(st.session_state.get(reveal_key(view)))
     answer, full = decision_texts(view)
     with st.container(key="decision_card", border=True):
         st.markdown("### Decision")
+        headline = handout.headline_answer(answer)  # at most handout.ANSWER_CHARS characters
+        cut = headline != " ".join(answer.split())
         with st.container(key="decision_answer"):
-            st.markdown(f"#### {md_escape(short(answer, 300))}" if answer else "(empty answer)")
+            st.markdown(f"#### {md_escape(headline)}" if answer else "(empty answer)")
         if revealed and view.config.get("reference"):
             with st.container(key="decision_agreement"):
                 _agreement(view)
-        if full and full != answer:
+        if cut or (full and full != answer):  # the whole answer and the text it came from: one click away
             who = f" ({md_escape(decision.winner_agent)})" if decision.winner_agent else ""
-            with st.expander(f"Full winning text{who}", key="decision_full_text"):
-                st.text(full)
+            winning = bool(full) and full != answer
+            label = (("Whole answer and winning text" if winning else "Whole answer") if cut
+                     else "Full winning text") + (who if winning else "")
+            with st.expander(label, key="decision_full_text"):
+                if cut:
+                    st.text(answer)
+                if winning:
+                    if cut:
+                        st.caption("winning text")
+                    st.text(full)
         facts = [f"protocol **{md_escape(decision.protocol)}**", f"round {decision.round}"]
         if decision.winner_agent:
             facts.append(f"winner **{md_escape(decision.winner_agent)}**")
@@ -331,8 +355,9 @@ def agent_costs(view: DebateView) -> dict[str, float | None]:
     return costs
 
 
-def render_usage(view: DebateView) -> None:
-    """Tokens, seconds and estimated cost per agent and in total, and the elapsed time."""
+def render_usage(view: DebateView, paused: bool = False) -> None:
+    """Tokens, seconds and estimated cost per agent and in total, and the elapsed time (`paused`:
+    the debate is paused, see `render_usage_line`)."""
     with st.container(key="usage", border=True):
         st.markdown("**Cost and progress**")
         costs = agent_costs(view)
@@ -347,13 +372,15 @@ def render_usage(view: DebateView) -> None:
                          "cost": None if any(r["cost"] is None for r in rows) else sum(r["cost"] for r in rows)})
             st.table([{**row, "seconds": f"{row['seconds']:.1f}", "cost": format_dollars(row["cost"], "unknown")}
                       for row in rows])
-        render_usage_line(view)
+        render_usage_line(view, paused)
 
 
-def render_usage_line(view: DebateView) -> None:
-    """Totals in one line: tokens, model seconds, elapsed time."""
+def render_usage_line(view: DebateView, paused: bool = False) -> None:
+    """Totals in one line: tokens, model seconds, elapsed time, and the calls under way: "streaming
+    now", or "paused" while the debate is paused (its streams wait before their next piece)."""
     tokens = sum(u.prompt_tokens + u.completion_tokens for u in view.usage.values())
     seconds = sum(u.seconds for u in view.usage.values())
-    streaming = len(view.running_turns)
+    open_calls = len(view.running_turns)
+    under_way = f" · {open_calls} {'paused' if paused else 'streaming now'}" if open_calls else ""
     st.caption(f"{tokens} tokens · {seconds:.1f} s in model calls · elapsed {view.elapsed_s:.1f} s · "
-               f"{len(view.turns)} model calls" + (f" · {streaming} streaming now" if streaming else ""))
+               f"{len(view.turns)} model calls" + under_way)

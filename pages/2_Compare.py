@@ -4,9 +4,11 @@
   agreement per round overlaid (`compare_diversity`, `compare_entropy`, `compare_agreement`);
 - "Side by side": two of the chosen debates (`side_left`, `side_right`) read in two columns
   (`side_by_side`): their decisions on top (`side_decision_left` / `side_decision_right`), then
-  round by round (`side_round_{r}`; the i-th turns of round r of both debates side by side) every
-  turn (`side_left_turn_{k}` / `side_right_turn_{k}`, k = index in the debate's turns) with its
-  annotations as tag chips in their codebook colours.
+  round by round (`side_round_{r}`), row by row (`side_row_{r}_{i}`, laid out by madlab_ui/compare.py:
+  by phase, then agent, so a row never pairs two agents) every turn (`side_left_turn_{k}` /
+  `side_right_turn_{k}`, k = index in the debate's turns) with its annotations as tag chips in their
+  codebook colours, each moderator action where it was taken (`side_left_steer_{j}`, j = index in the
+  debate's steering) and each round's ballots in one compact box (`side_left_votes_{r}`, one line a voter).
 
 A fork says whose fork it is everywhere it is listed (picker, columns), with a button that opens
 the parent on the Transcripts page (`compare_parent_<id8>`, `side_parent_left` / `side_parent_right`).
@@ -18,8 +20,8 @@ from __future__ import annotations
 import streamlit as st
 
 from mad_core.view import DebateView
-from madlab_ui import codebook, plots, transcript
-from madlab_ui.common import agent_style, id8, md_escape, open_store, page_setup, short
+from madlab_ui import codebook, compare, plots, transcript
+from madlab_ui.common import MODERATOR_AVATAR, agent_style, id8, md_escape, open_store, page_setup, short
 
 OVERVIEW, SIDE_BY_SIDE = "Overview", "Side by side"
 
@@ -102,13 +104,50 @@ def side_turn(view: DebateView, k: int, notes: dict[str, list[dict]], colours: d
     turn = view.turns[k]
     colour, avatar, _ = agent_style(turn.agent, view.agents)
     with st.container(key=f"side_{side}_turn_{k}", border=True):
-        st.markdown(f"{avatar} :{colour}[**{md_escape(turn.agent)}**] · {md_escape(turn.kind)}")
+        st.markdown(f"{avatar} :{colour}[**{md_escape(turn.agent)}**] · {md_escape(turn.kind)}"
+                    + (f" · {transcript.FROM_PARENT}" if view.from_parent(turn) else ""))
         if turn.text:
             st.markdown(turn.text)
         else:
             st.caption(f"({md_escape(turn.status)}{': ' + md_escape(turn.error) if turn.error else ''})")
         for note in notes.get(turn.id, []):
             st.markdown(codebook.annotation_line(note, colours))
+
+
+def side_steer(view: DebateView, j: int, side: str) -> None:
+    """A moderator action in its debate's column: a message in full, another action in a word."""
+    event = view.steering[j]
+    with st.container(key=f"side_{side}_steer_{j}", border=True):
+        if event.action == "message":
+            to = ", ".join(event.targets) if event.targets else "all agents"
+            st.markdown(f"{MODERATOR_AVATAR} **Moderator → {md_escape(to)}**"
+                        + (f" · {transcript.FROM_PARENT}" if view.from_parent(event) else ""))
+            st.markdown(event.message or "")
+        else:
+            st.caption(f"{MODERATOR_AVATAR} Moderator: {md_escape(event.action.replace('_', ' '))}")
+
+
+def side_ballots(view: DebateView, rnd: int, notes: dict[str, list[dict]], colours: dict[str, str],
+                 side: str) -> None:
+    """The round's ballots in one compact box: one line per voter ("Agent 1 → solution 1")."""
+    with st.container(key=f"side_{side}_votes_{rnd}", border=True):
+        st.caption("Ballots")
+        for voter, said, turn_ids in compare.ballot_lines(view, rnd, transcript.format_ballot,
+                                                          transcript.vote_problem):
+            colour, _, _ = agent_style(voter, view.agents)
+            st.markdown(f":{colour}[**{md_escape(voter)}**] → {md_escape(short(said, 120))}")
+            for note in (n for turn_id in turn_ids for n in notes.get(turn_id, [])):
+                st.markdown(codebook.annotation_line(note, colours))
+
+
+def side_cell(view: DebateView, item: compare.Item, notes: dict[str, list[dict]], colours: dict[str, str],
+              side: str) -> None:
+    if item.kind == "turn":
+        side_turn(view, item.index, notes, colours, side)
+    elif item.kind == "steer":
+        side_steer(view, item.index, side)
+    else:
+        side_ballots(view, item.index, notes, colours, side)
 
 
 def side_by_side() -> None:
@@ -136,19 +175,15 @@ def side_by_side() -> None:
                 st.caption(md_escape(short(views[side].config.get("question"), 160)))
                 fork_note(debate_id, f"side_parent_{side}")
                 decision_lines(views[side])
-        rounds = sorted({t.round for view in views.values() for t in view.turns})
-        for rnd in rounds:
+        for rnd, rows in compare.side_rows(views).items():
             with st.container(key=f"side_round_{rnd}"):
                 st.markdown(f"#### {'Independent drafts / setup' if rnd == 0 else f'Round {rnd}'}")
-                ks = {side: [k for k, t in enumerate(views[side].turns) if t.round == rnd] for side in pair}
-                for row in range(max(len(found) for found in ks.values())):  # the i-th turns level
-                    for column, side in zip(st.columns(2), pair):
-                        with column:
-                            if row < len(ks[side]):
-                                side_turn(views[side], ks[side][row], notes[side], colours, side)
-                            elif row == 0:
-                                st.caption("(no turns in this round)")
-
+                for i, row in enumerate(rows):
+                    with st.container(key=f"side_row_{rnd}_{i}"):
+                        for column, side in zip(st.columns(2), pair):
+                            if side in row:
+                                with column:
+                                    side_cell(views[side], row[side], notes[side], colours, side)
 
 if mode == SIDE_BY_SIDE:
     side_by_side()

@@ -58,7 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..answers import final_answer
+from ..answers import decided_answer, final_answer
 from ..events import DISCUSSION_KINDS
 from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer
 from ..view import DebateView
@@ -383,9 +383,8 @@ def _summary(report: dict, view: DebateView, reader: AnswerReader, outcome: dict
     summary = report["summary"]
     decision = view.decision
     if decision is not None:
-        answer = str((decision.details or {}).get("final_answer") or "") or final_answer(decision.answer) \
-            or decision.answer or ""
-        summary.update(decided=True, answer=answer.strip() or None, rounds_to_decision=decision.round)
+        answer = decided_answer(decision.answer, decision.details)
+        summary.update(decided=True, answer=answer or None, rounds_to_decision=decision.round)
         key, _, parts = reader.read(decision.answer)
         if key is None and answer:
             key, _, parts = reader.read(answer)

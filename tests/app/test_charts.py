@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
@@ -58,13 +59,25 @@ def test_vote_labels_are_short_wrapped_and_get_their_margin(debate_id):
                                         "because the river Seine flows right through it")
 
 
+def cell_lines(cell: str) -> list[str]:
+    return [html.unescape(line) for line in cell.split("<br>")] if cell else []
+
+
 def test_timeline_cells_say_the_answer_legibly_and_colours_match_the_votes(debate_id):
     at = open_debate(debate_id)
     timeline, _ = chart_of(at, "plot_timeline")
     votes, _ = chart_of(at, "plot_votes")
     cells = timeline["data"][0]
     assert cells["textfont"]["size"] >= 12 and cells["texttemplate"] == "%{text}"
-    assert cells["text"][1] == ["Lyon"] and cells["text"][0][0] == "the capital is<br>&lt;b&gt;Paris&lt;/b&gt; …"
+    room = figures.cell_width_px(1, list(SAID))  # one round: the cell is the plot's whole width
+    assert cells["text"][1] == ["Lyon"]
+    assert cells["text"][0][0] == ("the capital is &lt;b&gt;Paris&lt;/b&gt;<br>&lt;script&gt;alert(1)&lt;/script&gt; "
+                                   "because the…")
+    # must not happen: a cell's text wider than its cell (it ran into the next cell at ~270 px)
+    for row in cells["text"]:
+        for cell in row:
+            assert 1 <= len(cell_lines(cell)) <= figures.CELL_LINES
+            assert all(figures.text_px(line, figures.CELL_FONT_PX) <= room for line in cell_lines(cell)), cell
     assert cells["customdata"][0][0].startswith("the capital is &lt;b&gt;Paris") and "%{customdata}" in \
         cells["hovertemplate"]
     # one answer, one colour: Agent 1's and the third agent's answer, and Agent 2's, in both charts
@@ -72,6 +85,91 @@ def test_timeline_cells_say_the_answer_legibly_and_colours_match_the_votes(debat
     bar_color = dict(enumerate(votes["data"][0]["marker"]["color"]))
     assert timeline_color == bar_color
     assert timeline_color[0] == timeline_color[2] != timeline_color[1]
+
+
+LONG_NUMBER = "1303211111232111133445678" + "9" * 140  # a small model's "answer" (researcher's trial)
+
+
+def timeline_of(rounds: int, answers: dict[str, str]):
+    """The timeline figure of `rounds` rounds in which each agent gives its answer in `answers`."""
+    report = {"rounds": [{"round": r, "answers": dict(answers)} for r in range(1, rounds + 1)], "agents": {}}
+    return figures.timeline_figure(SimpleNamespace(agents=list(answers)), report)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3, 5])
+def test_a_timeline_cell_holds_what_fits_it_and_the_hover_the_whole_answer(rounds):
+    answers = {"Agent 1": LONG_NUMBER, "Agent 2": "The task is to verify that 91 must be yes",
+               "Agent 3": 'A person asked you, "How many 7s are there?"'}
+    cells = timeline_of(rounds, answers).data[0]
+    room = figures.cell_width_px(rounds, list(answers))
+    assert room >= figures.MIN_CELL_TEXT_PX
+    for row, answer in enumerate(answers.values()):
+        for col in range(rounds):
+            lines = cell_lines(cells.text[row][col])
+            # the answer, or its start cut with … (must not happen: a line wider than its cell, or no text)
+            assert lines and len(lines) <= figures.CELL_LINES
+            assert all(figures.text_px(line, figures.CELL_FONT_PX) <= room for line in lines), lines
+            said = "".join(lines).replace(" ", "")
+            whole = answer.replace(" ", "")
+            assert whole.startswith(said[:-1]) and said.endswith("…") if said != whole else True
+            assert cells.customdata[row][col] == html.escape(answer, quote=False)  # the whole answer on hover
+    assert cell_lines(cells.text[0][0])[0].startswith("1303211")  # a long number is broken, not dropped
+    if rounds == 1:
+        assert cell_lines(cells.text[1][0]) == ["The task is to verify that 91 must be yes"]  # all of it fits
+
+
+def test_a_timeline_of_many_rounds_names_the_answers_in_a_legend_instead():
+    answers = {"Agent 1": "Paris", "Agent 2": "Lyon <b>", "Agent 3": "Paris"}
+    fig = timeline_of(12, answers)
+    assert figures.cell_width_px(12, list(answers)) < figures.MIN_CELL_TEXT_PX
+    cells, legend = fig.data[0], fig.data[1:]
+    assert all(cell == "" for row in cells.text for cell in row)  # must not happen: text in a 30 px cell
+    assert [(t.name, t.marker.color) for t in legend] == [
+        ("Paris", figures.cell_color(cells, 0, 0)), ("Lyon &lt;b&gt;", figures.cell_color(cells, 1, 0))]
+    assert all(t.showlegend for t in legend)
+    assert fig.layout.title.subtitle.text == "one colour per answer; legend: the answers"
+
+
+@pytest.mark.parametrize("rounds", [1, 12])
+def test_the_timelines_subtitle_fits_with_changes_and_with_a_legend(rounds):
+    report = {"rounds": [{"round": r, "answers": {"Agent 1": f"answer {r % 2}"}} for r in range(1, rounds + 1)],
+              "agents": {"Agent 1": {"changes": [{"round": 1, "agent": "Agent 1", "from": "a", "to": "b"}]}}}
+    sub = figures.timeline_figure(SimpleNamespace(agents=["Agent 1"]), report).layout.title.subtitle.text
+    assert sub.startswith("black frame: changed answer; ") and "…" not in sub  # must not happen: a cut hint
+
+
+def test_every_title_fits_beside_the_camera(debate_id):
+    at = open_debate(debate_id)
+    at.button(key="reveal_reference").click().run() if "reveal_reference" in keys(at) else None
+    drawn = ["plot_diversity", "plot_entropy", "plot_agreement", "plot_votes", "plot_timeline"]
+    for key in drawn:
+        spec, _ = chart_of(at, key)
+        title = spec["layout"]["title"]
+        assert (title["x"], title["xanchor"]) == (0, "left")  # at the left, away from the camera on the right
+        head, sub = html.unescape(title["text"]), html.unescape(title["subtitle"]["text"])
+        # must not happen: a title that runs under the camera (or one cut short)
+        assert figures.text_px(head, figures.TITLE_FONT_PX * 1.1) <= figures.TITLE_PX and "…" not in head, key
+        assert figures.text_px(sub, figures.SUBTITLE_FONT_PX) <= figures.TITLE_PX and "…" not in sub, key
+        assert spec["layout"]["margin"]["t"] >= 70  # room for the title and its subtitle
+    spec, _ = chart_of(at, "plot_diversity")
+    assert (spec["layout"]["title"]["text"], spec["layout"]["title"]["subtitle"]["text"]) == (
+        "Answer similarity (SBERT)", "cosine: final answers and whole replies")
+    # a caller's long title (the Compare page's) is split into a title and a subtitle
+    fig = figures.line_figure({"a": [(1, 0.5)]}, "Agreement (share holding the most common answer)", "share")
+    assert (fig.layout.title.text, fig.layout.title.subtitle.text) == ("Agreement",
+                                                                       "share holding the most common answer")
+
+
+def test_charts_are_one_per_row_and_the_agent_table_fits(debate_id):
+    at = open_debate(debate_id)
+    in_columns = {node.key for column in at.columns for node in column if getattr(node, "key", None)}
+    charts = {key for key in keys(at) if key.startswith("plot_")}
+    assert {"plot_votes", "plot_timeline"} <= charts
+    assert charts & in_columns == set()  # must not happen: two charts side by side (~270 px each)
+    table = at.get_by_key("agent_metrics").table[0].value
+    assert list(table.columns) == ["agent", "model", "consistency", "initial → final", "changes"]
+    # no reference, so no states: a dash, never a lone "-" (st.table reads it as a Markdown bullet)
+    assert list(table["initial → final"]) == ["—"] * 3 and "-" not in table.astype(str).values.ravel()
 
 
 def test_every_chart_keeps_the_png_camera_and_downloads_as_html(debate_id):
@@ -123,3 +221,21 @@ def test_the_decision_card_leads_with_the_answer_and_judges_it_only_after_the_re
     at.button(key="reveal_reference").click().run()
     # "Paris" is option B's text: the answer type reads both as B (a string compare would say they differ)
     assert texts(at.get_by_key("decision_agreement")) == "✅ the decision matches it \\(read as a choice answer\\)"
+
+
+def test_a_long_decision_is_a_one_line_headline_with_the_whole_answer_a_click_away():
+    def count(messages, info) -> str:
+        meta = info["metadata"]
+        return "1" if meta["kind"] == "vote" else f"I count the digits.\nFinal answer: {LONG_NUMBER}"
+
+    debate = scripted_debate("charts_long", count, {
+        "question": "Is 91 a prime number?", "rounds": 1, "max_rounds": 1, "protocol": "simple_voting",
+        "agents": [{"label": f"Agent {i}", "model": "scripted/charts_long"} for i in (1, 2)]})
+    at = open_debate(debate)
+    headline = texts(at.get_by_key("decision_answer"))
+    # must not happen: the 165 digits as a three-line heading
+    assert headline == f"#### {LONG_NUMBER[:59]}…" and len(headline) - len("#### ") == 60
+    card = at.get_by_key("decision_card")
+    assert [e.label for e in card.expander][0] == "Whole answer and winning text (Agent 1)"
+    whole = [t.value for t in card.expander[0].text]
+    assert whole == [LONG_NUMBER, f"I count the digits.\nFinal answer: {LONG_NUMBER}"]

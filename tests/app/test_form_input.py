@@ -156,3 +156,137 @@ def test_the_models_page_lists_the_providers_the_error_points_to():
     for provider in ("openai", "anthropic", "ollama", "bedrock", "local", "scripted", "hf", "callable"):
         assert provider in listed.split(", ")
     assert "foo" not in listed.split(", ")
+
+
+# ----- a preset's task fields belong to its own question -------------------------------------------
+def preset_note(at) -> str:
+    return texts(at.get_by_key("preset_note"))
+
+
+def stored_config(debate_id: str) -> dict:
+    config = Store().get_debate(debate_id)["config"]
+    return json.loads(config) if isinstance(config, str) else config
+
+
+def test_a_question_kept_across_presets_is_not_graded_by_either_presets_reference():
+    """The tester's path: Du preset, own question typed over it, then the MALLM preset (which keeps it)."""
+    at = app()
+    at.selectbox(key="preset").set_value("du_simultaneous").run()
+    assert at.text_input(key="reference").value == "9"  # the preset's question comes with its reference
+    at.text_area(key="question").set_value("Is 91 a prime number?").run()
+    assert (at.text_input(key="reference").value, at.text_input(key="task").value) == ("", "")
+    assert "The question is yours: what the preset set for its example question is cleared (task instruction, " \
+           "reference answer)." in preset_note(at)
+    at.selectbox(key="preset").set_value("mallm_consensus").run()
+    assert at.text_area(key="question").value == "Is 91 a prime number?"
+    assert (at.text_input(key="reference").value, at.text_input(key="task").value) == ("", "")
+    assert at.selectbox(key="protocol").value == "majority_consensus"  # the preset's mechanics apply
+    assert "cleared (task instruction, reference answer)" in preset_note(at)
+    fill(at, question="Is 91 a prime number?")
+    at.checkbox(key="auto_personas").uncheck()
+    at.button(key="start").click().run()
+    debate_id = at.session_state["debate_id"]
+    join(debate_id)
+    config = stored_config(debate_id)
+    # must not happen: a hidden reference (or the task/answer type) of either preset in the debate's config
+    assert (config["reference"], config["task"], config["answer_type"], config["answer_options"]) == \
+        (None, "", "text", None)
+    assert config["protocol"] == "majority_consensus" and config["paradigm"] == "memory"
+
+
+def test_typing_over_a_presets_question_clears_its_task_fields_once_and_the_example_brings_them_back():
+    presets = load_presets()
+    kks = presets["wu_kks_per_player"]["config"]
+    at = app()
+    at.selectbox(key="preset").set_value("wu_kks_per_player").run()
+    assert at.selectbox(key="answer_type").value == "kks"
+    at.text_area(key="question").set_value("Who is the spy among Ann and Bob?").run()
+    # the reference, the answer type and the player names were the puzzle's: all cleared
+    assert at.text_input(key="reference").value == ""
+    assert at.selectbox(key="answer_type").value == "text" and at.text_area(key="answer_options").value == ""
+    assert "cleared (reference answer, answer type, answer options)" in preset_note(at)
+    # what the user gives their own question afterwards is theirs, even the preset's own values
+    at.selectbox(key="answer_type").set_value("kks").run()
+    at.text_input(key="reference").set_value(kks["reference"]).run()
+    at.text_area(key="question").set_value("Who is the spy among Ann, Bob and Cy?").run()
+    assert at.text_input(key="reference").value == kks["reference"]  # must not happen: the user's value cleared
+    assert at.selectbox(key="answer_type").value == "kks"
+    at.button(key="use_preset_question").click().run()
+    assert at.text_area(key="question").value == kks["question"]
+    assert at.text_input(key="reference").value == kks["reference"]
+    assert at.text_area(key="answer_options").value == "\n".join(kks["answer_options"])
+    assert "use_preset_question" not in keys(at) and "cleared" not in preset_note(at)
+
+
+def test_the_user_s_own_task_fields_survive_choosing_a_preset():
+    at = app()
+    at.text_area(key="question").set_value("Is 91 a prime number?").run()
+    at.text_input(key="task").set_value("Answer yes or no.").run()
+    at.selectbox(key="answer_type").set_value("yes_no").run()
+    at.selectbox(key="preset").set_value("mallm_consensus").run()
+    assert (at.text_input(key="task").value, at.selectbox(key="answer_type").value) == ("Answer yes or no.", "yes_no")
+    assert at.text_input(key="reference").value == ""  # must not happen: the preset's "C" comes with it
+    assert "cleared (task instruction, reference answer)" in preset_note(at)
+
+
+def test_the_picker_and_its_caption_say_what_was_changed_from_the_preset():
+    at = app()
+    at.selectbox(key="preset").set_value("mallm_consensus").run()
+    assert at.selectbox(key="preset").label == "Preset"
+    assert "The preset set the other settings." in preset_note(at)
+    at.selectbox(key="protocol").set_value("simple_voting").run()
+    # must not happen: the picker still reads as if the form were the preset's
+    assert at.selectbox(key="preset").label == "Preset (changed: Protocol)"
+    assert "Changed from the preset: Protocol." in preset_note(at)
+    assert at.selectbox(key="preset").value == "mallm_consensus"  # the option's text never changes
+    assert at.selectbox(key="preset").options == ["(none: fill in yourself)"] + \
+        [p["title"] for p in load_presets().values()]
+    at.number_input(key="rounds").set_value(2).run()
+    at.text_input(key="agent_persona_1").set_value("A chemist").run()
+    at.text_input(key="reference").set_value("D").run()
+    assert "Changed from the preset: Reference answer, Protocol, Rounds, Persona 2." in preset_note(at)
+    assert at.selectbox(key="preset").label == "Preset (changed: Reference answer, Protocol, 2 more)"
+    for key, value in (("protocol", "majority_consensus"), ("rounds", 1), ("agent_persona_1", ""), ("reference", "C")):
+        getattr(at, {"protocol": "selectbox", "rounds": "number_input"}.get(key, "text_input"))(key=key) \
+            .set_value(value).run()
+    assert at.selectbox(key="preset").label == "Preset" and "The preset set the other settings." in preset_note(at)
+
+
+def test_every_preset_as_chosen_is_unchanged():
+    from madlab_ui.forms import changed_from_preset
+
+    at = app()
+    for name in load_presets():
+        at.selectbox(key="preset").set_value(name).run()
+        assert changed_from_preset(name, at.session_state) == [], name
+
+
+def test_a_presets_value_sent_back_by_a_browser_that_missed_the_clearing_is_cleared_again():
+    """A click made while the clearing run was on its way: the browser sends every widget's value with the
+    next run, the preset's among them (the e2e preset test hits this now and then)."""
+    at = app()
+    at.selectbox(key="preset").set_value("du_simultaneous").run()
+    at.text_area(key="question").set_value("Is 91 a prime number?").run()
+    assert at.text_input(key="reference").value == ""
+    at.text_input(key="reference").set_value("9")  # the browser's stale value, sent with the next click
+    at.text_input(key="task").set_value("Answer with a number.")
+    at.selectbox(key="preset").set_value("mallm_consensus").run()
+    # must not happen: Du's hidden "9" kept as if it were the user's own reference under MALLM's preset
+    assert (at.text_input(key="reference").value, at.text_input(key="task").value) == ("", "")
+    assert at.text_area(key="question").value == "Is 91 a prime number?"
+    at.run()  # a run with the cleared values: settled
+    assert at.session_state["preset_task"] == {}
+    at.text_input(key="reference").set_value("9").run()  # now typed by the user: theirs
+    at.text_area(key="question").set_value("Is 93 a prime number?").run()
+    assert at.text_input(key="reference").value == "9"
+
+
+def test_the_presets_own_value_typed_again_by_the_user_is_kept():
+    at = app()
+    at.selectbox(key="preset").set_value("mallm_consensus").run()
+    at.text_area(key="question").set_value("Which is a prime? A) 91 B) 93 C) 97").run()
+    assert at.text_input(key="reference").value == ""
+    at.text_input(key="reference").set_value("C").run()  # the preset's value, typed again for this question
+    assert at.text_input(key="reference").value == "C"  # must not happen: the user's own answer cleared
+    at.text_area(key="question").set_value("Which is a prime? A) 91 B) 93 C) 97 D) 99").run()
+    assert at.text_input(key="reference").value == "C"

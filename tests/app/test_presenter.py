@@ -8,7 +8,8 @@ from app_helpers import APP, Feed, app, keys, run_debate, texts
 from streamlit.testing.v1 import AppTest
 
 from mad_core import polls
-from mad_core.events import DebateStarted, PersonasAssigned, RoundStarted, TokenReceived, TurnStarted
+from mad_core.events import (DebateStarted, PersonasAssigned, RoundStarted, TokenReceived, Turn, TurnFinished,
+                             TurnStarted)
 from mad_core.store import Store
 from madlab_ui.replay import DECISION
 
@@ -80,6 +81,52 @@ def test_live_debate_highlights_the_streaming_agent_and_k_pauses_it():
         feed.close()
 
 
+def test_live_columns_say_what_the_speaker_does_in_true_words_and_paused_while_paused():
+    """The persona call is the first agent's turn; then its discussion turn before and after its first
+    word; K pauses it. Must not happen: "speaking" beside "has not spoken yet" in one column, or
+    "speaking" while the debate is paused."""
+    feed = Feed("e" * 32)
+    config = {"question": "Truthful columns?", "agents": [{"label": f"Agent {i}", "model": "scripted/x"}
+                                                          for i in (1, 2)]}
+    feed.send(DebateStarted("e" * 32, config), TurnStarted("p0", 0, "Agent 1", "persona", "scripted/x", []),
+              TokenReceived("p0", "Agent 1", '{"personas": ['))
+    try:
+        at = app()
+        at.session_state["debate_id"] = "e" * 32
+        at.switch_page(PRESENTER).run()
+        assert not at.exception, at.exception
+        column = texts(at.get_by_key("presenter_agent_0"))
+        assert "writing the panel's personas" in column
+        assert "speaking" not in column and "has not spoken yet" not in column
+        assert '{"personas"' not in column  # the persona call's raw reply is not a discussion turn
+        assert "has not spoken yet" in texts(at.get_by_key("presenter_agent_1"))
+
+        feed.send(TurnFinished(Turn("p0", 0, 0, "Agent 1", "persona", "scripted/x", [], "{}")),
+                  PersonasAssigned({"Agent 1": "A patient geologist."}),
+                  RoundStarted(1, ["Agent 1", "Agent 2"]),
+                  TurnStarted("t1", 1, "Agent 1", "discussion", "scripted/x", []))
+        at.run()
+        speaking = texts(at.get_by_key("presenter_speaking"))
+        assert "about to speak" in speaking and "thinking" in speaking
+        assert "has not spoken yet" not in speaking and "🎙️ speaking" not in speaking
+
+        feed.send(TokenReceived("t1", "Agent 1", "Granite is"))
+        at.run()
+        speaking = texts(at.get_by_key("presenter_speaking"))
+        assert "🎙️ speaking" in speaking and "Granite is ▌" in speaking
+
+        at.button(key="presenter_pause").click().run()
+        assert feed.debate.controller.paused
+        speaking = texts(at.get_by_key("presenter_speaking"))
+        assert "⏸️ paused" in speaking and "Granite is" in speaking
+        assert "speaking" not in speaking and "▌" not in speaking
+        assert "live: paused" in texts(at.get_by_key("presenter_stage"))
+        at.button(key="presenter_pause").click().run()
+        assert "🎙️ speaking" in texts(at.get_by_key("presenter_speaking"))
+    finally:
+        feed.close()
+
+
 def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_revealed():
     debate_id = run_debate()
     at = presenter(replay=debate_id)
@@ -116,13 +163,15 @@ def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_re
 
     at.selectbox(key="presenter_round").set_value(DECISION).run()
     at.button(key="poll_reveal").click().run()
-    results = at.get_by_key("poll_results")
-    assert [dict(r) for r in results.table[0].value.to_dict("records")] == [
+    results = at.get_by_key("poll_results")  # on the projector: one line in the band beside the decision
+    assert "Paris: **1** ✅ the decision · Lyon: **1**" in texts(results)
+    assert "Predicted right (1 of 2):** Bo" in texts(results)
+    assert "decision_card" in {getattr(node, "key", None) for node in at.get_by_key("presenter_band")}
+    phone.run()
+    assert "You predicted right" in texts(phone.main)
+    assert [dict(r) for r in phone.get_by_key("poll_results").table[0].value.to_dict("records")] == [
         {"answer": "Paris", "predictions": 1, "decision": "✅ the decision"},
         {"answer": "Lyon", "predictions": 1, "decision": ""}]
-    assert "Predicted right (1 of 2):** Bo" in texts(results)
-    phone.run()
-    assert "You predicted right" in texts(phone.main) and "poll_results" in keys(phone)
 
 
 def test_student_page_without_a_poll_asks_for_the_code_and_names_an_unknown_one():

@@ -7,7 +7,8 @@ import csv
 import io
 import time
 
-from app_helpers import COMPARE, HELD, TRANSCRIPTS, app, config, keys, open_debate, run_debate, texts
+from app_helpers import (COMPARE, HELD, TRANSCRIPTS, app, config, keys, open_debate, run_debate, scripted_debate,
+                         texts)
 
 from mad_core import live
 from mad_core.store import Store
@@ -212,3 +213,113 @@ def test_codebook_messages_show_odd_tag_names_literally():
     at.button(key="codebook_delete").click().run()
     assert not at.exception and Store().tag(odd) is None
     assert "Deleted" in texts(at.get_by_key("codebook_message"))
+
+
+# ----- defects found by the researcher tester (issue 10) ---------------------------------------------
+def test_an_annotation_is_deleted_from_its_turn_and_then_its_tag_can_go():
+    debate_id = run_debate()
+    store = Store()
+    turns = store.turns(debate_id)
+    mistaken = store.annotate(debate_id, turns[1].id, "flip", "wrong turn", annotator="Rater R1")
+    same_turn = store.annotate(debate_id, turns[1].id, "error", "keep me")
+    other_turn = store.annotate(debate_id, turns[0].id, "flip", "right turn")
+    at = open_debate(debate_id)
+    assert "2 annotation(s) in 1 debate(s)" in codebook_text(at)
+    button = at.button(key=f"unannotate_{mistaken}")
+    assert "flip" in button.help and "wrong turn" in button.help  # the control says which annotation it deletes
+    button.click().run()
+    assert not at.exception, at.exception
+    # Must not happen: another annotation deleted with it (same turn, or the same tag elsewhere).
+    assert [a["id"] for a in Store().annotations(debate_id)] == [same_turn, other_turn]
+    assert "wrong turn" not in texts(at.get_by_key("turn_1")) and "keep me" in texts(at.get_by_key("turn_1"))
+    assert f"unannotate_{mistaken}" not in keys(at) and f"unannotate_{other_turn}" in keys(at)
+    assert "1 annotation(s) in 1 debate(s)" in codebook_text(at)  # the counts follow at once
+    at.button(key=f"unannotate_{other_turn}").click().run()
+    at.selectbox(key="codebook_tag").set_value("flip")
+    at.button(key="codebook_delete").click().run()
+    assert "Deleted 'flip'" in texts(at.get_by_key("codebook_message")) and Store().tag("flip") is None
+
+
+def test_the_annotator_name_survives_a_reload_and_goes_on_later_annotations():
+    from test_page_memory import reload
+
+    debate_id = run_debate()
+    first = open_debate(debate_id)
+    first.text_input(key="annotator").set_value("Rater R1").run()  # committed (Tab / Enter / click away)
+    again = reload(first.session_state["owner_id"], page=TRANSCRIPTS)  # a reload or a second tab, same URL
+    assert again.text_input(key="annotator").value == "Rater R1"
+    again.button(key=f"open_{debate_id[:8]}").click().run()
+    again.selectbox(key="tag_1").set_value("flip")
+    again.button(key="annotate_1").click().run()
+    # Must not happen: the annotation saved without its annotator.
+    assert [a["annotator"] for a in Store().annotations(debate_id)] == ["Rater R1"]
+    assert reload(page=TRANSCRIPTS).text_input(key="annotator").value == ""  # another session's name is not shown
+
+
+def test_the_colour_box_shows_the_picked_tags_own_colour():
+    Store().add_tag("Concession", "green")
+    Store().add_tag("Loaded premise", "orange")
+    at = app(TRANSCRIPTS)
+    box = at.selectbox(key="codebook_colour")
+    assert box.value is None and box.disabled  # no tag picked: no colour claimed
+    at.selectbox(key="codebook_tag").set_value("Concession").run()
+    # Must not happen: "blue" (the palette's first colour) shown for a green tag.
+    assert at.selectbox(key="codebook_colour").value == "green" and not at.selectbox(key="codebook_colour").disabled
+    at.selectbox(key="codebook_tag").set_value("Loaded premise").run()
+    assert at.selectbox(key="codebook_colour").value == "orange"
+    at.selectbox(key="codebook_colour").set_value("red").run()  # a colour chosen stays until Set colour
+    assert at.selectbox(key="codebook_colour").value == "red" and Store().tag("Loaded premise")["colour"] == "orange"
+    at.button(key="codebook_set_colour").click().run()
+    assert Store().tag("Loaded premise")["colour"] == "red" and at.selectbox(key="codebook_colour").value == "red"
+    at.selectbox(key="codebook_tag").set_value("Concession").run()
+    assert at.selectbox(key="codebook_colour").value == "green"
+
+
+def test_renaming_to_blank_names_the_new_name_field():
+    at = app(TRANSCRIPTS)
+    at.selectbox(key="codebook_tag").set_value("flip")
+    at.text_input(key="codebook_rename_to").set_value("   ")
+    at.button(key="codebook_rename").click().run()
+    message = texts(at.get_by_key("codebook_message"))
+    assert "new name\\: a tag needs a name" in message and at.text_input(key="codebook_rename_to").label == "New name"
+    assert "annotation" not in message  # must not happen: the annotating message for a rename
+    assert Store().tag("flip") is not None
+
+
+def test_the_list_shows_the_decided_answer_not_the_whole_reply():
+    debate_id = consensus_debate("What is seven times eight?", ["Seven times eight is fifty-six. Final answer: 56",
+                                                                "I agree, the product is 56. Final answer: 56",
+                                                                "Yes I agree with fifty-six. Final answer: 56"])
+    assert "Final answer" in Store().get_debate(debate_id)["answer"]  # the stored answer is the whole reply
+    at = app(TRANSCRIPTS)
+    row = texts(at.get_by_key(f"debate_row_{debate_id[:8]}"))
+    assert "outcome: 56" in row
+    assert "Final answer" not in row and "fifty" not in row  # must not happen: the reply instead of the answer
+    at.button(key=f"open_{debate_id[:8]}").click().run()
+    assert "56" in texts(at.get_by_key("decision_answer"))  # the decision card leads with the same answer
+
+
+def test_search_finds_word_starts_and_says_what_matched_in_each_row():
+    turned = consensus_debate("Which appliance boils water?", ["Electric kettles boil water fast. Final answer: kettle"] * 3)
+    tagged = run_debate("Which river flows through Paris?")
+    Store().annotate(tagged, Store().turns(tagged)[1].id, "error", "confuses a kettle with a pot")
+    asked = run_debate("Why do kettles whistle?")
+    plain = run_debate("Which ocean is the largest?")
+    at = app(TRANSCRIPTS)
+    at.text_input(key="search").set_value("kettle").run()
+    assert sorted(listed(at)) == sorted([turned[:8], tagged[:8], asked[:8]])
+    assert plain[:8] not in listed(at) and f"match_{plain[:8]}" not in keys(at)  # must not happen: a row without it
+    turn_match = texts(at.get_by_key(f"match_{turned[:8]}"))
+    assert "turn · Agent 1 · round 1" in turn_match and "**kettles**" in turn_match and "more" in turn_match
+    tag_match = texts(at.get_by_key(f"match_{tagged[:8]}"))
+    assert "annotation · tag error" in tag_match and "**kettle**" in tag_match
+    assert "question" in texts(at.get_by_key(f"match_{asked[:8]}"))
+    at.text_input(key="search").set_value("").run()
+    assert not any(k.startswith("match_") for k in keys(at))  # no search: no match lines
+
+
+def consensus_debate(question: str, said: list[str]) -> str:
+    """A finished one-round majority-consensus debate whose Agent i says said[i - 1]."""
+    data = {"question": question, "protocol": "majority_consensus", "rounds": 1, "max_rounds": 1,
+            "agents": [{"label": f"Agent {i}", "model": "scripted/reading_consensus"} for i in (1, 2, 3)]}
+    return scripted_debate("reading_consensus", {f"Agent {i}": [text] for i, text in enumerate(said, 1)}, data)

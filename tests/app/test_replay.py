@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from app_helpers import keys, open_debate, run_debate, texts
+from app_helpers import keys, open_debate, run_debate, scripted_debate, texts
 
 from mad_core.store import Store
 from mad_core.view import stored_events
@@ -96,3 +96,25 @@ def test_play_at_the_end_starts_over_and_reopening_a_debate_ends_its_replay():
     assert at.session_state["replay"]["pos"] == 0 and at.session_state["replay"]["playing"] is True
     at.button(key=f"open_{debate_id[:8]}").click().run()
     assert "replay" not in at.session_state
+
+
+def test_the_persona_phase_is_called_setup_when_nobody_drafted():
+    """Round 0 of a debate with generated personas and no drafting holds only the persona request:
+    the picker and the position line call it what the transcript does ("Setup")."""
+    personas = json.dumps({"personas": ["Geographer: studies capitals and borders", "Historian: knows how "
+                                        "cities grew", "Librarian: checks every source twice"]})
+    later = ["Final answer: Paris", "Paris", "1"]  # discussion, extraction, ballot
+    agents = [{"label": f"Agent {i}", "model": "scripted/replay_setup"} for i in (1, 2, 3)]
+    debate_id = scripted_debate("replay_setup", {"Agent 1": [personas, *later], "Agent 2": later,
+                                                 "Agent 3": later},
+                                {"question": "What is the capital of France?", "agents": agents, "rounds": 1,
+                                 "max_rounds": 1, "auto_personas": True, "protocol": "simple_voting"})
+    at = open_debate(debate_id)
+    at.button(key="replay_start").click().run()
+    picker = at.selectbox(key="replay_round")
+    assert picker.options == ["Setup", "Round 1", "Decision"]
+    at.button(key="replay_next").click().run()  # the persona request
+    position = texts(at.get_by_key("replay_position"))
+    assert "Agent 1 · persona · Setup" in position
+    # Must not happen: drafting, which was off, named anywhere (the picker, the position line, the transcript).
+    assert "Independent drafts" not in " ".join(picker.options) + position + texts(at.main)

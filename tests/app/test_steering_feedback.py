@@ -5,7 +5,9 @@ with AppTest after each steering request, and checked for the words the controll
 engine's published activity justify: paused (the bubble too, never "streaming"), stopping (the
 turn is cut), a decision requested, then "deciding: collecting 3 votes (1/3)"; the progress bar's
 numbers for a known configuration; a ballot cut by a stop never reads "interrupted: None"; a
-prompt opened turns the transcript's auto-scroll off. Timings are bench/steering.py's.
+prompt opened turns the transcript's auto-scroll off; the answer to a message (or its refusal)
+shows under the steering line, above the buttons; the usage line of a paused debate says "paused";
+a stop during persona generation says so in one sentence. Timings are bench/steering.py's.
 """
 from __future__ import annotations
 
@@ -66,9 +68,26 @@ def test_pause_says_paused_in_the_status_the_steering_line_and_the_bubble(stream
     bubble = texts(at.get_by_key("turn_0"))
     # Must not happen: the bubble of a paused debate says "streaming".
     assert "paused" in bubble and "streaming" not in bubble
+    usage = texts(at.get_by_key("usage"))
+    # Must not happen either: the usage line under the transcript says the paused call is streaming.
+    assert "1 model calls · 1 paused" in usage and "streaming" not in usage
     assert "ETA: paused" in at.get_by_key("debate_progress").get("progress")[0].proto.text
     at.button(key="resume").click().run()
     assert "streaming" in texts(at.get_by_key("turn_0")) and "Running" in line(at, "steering_status")
+    assert "1 streaming now" in texts(at.get_by_key("usage"))
+
+
+def test_a_messages_answer_shows_under_the_steering_line_above_the_buttons(streaming):
+    at = watch(streaming)
+    at.button(key="say_all_send").click().run()  # nothing typed
+    assert "Not sent: the message is empty." in line(at, "steer_notice")
+    at.text_input(key="say_all_text").set_value("Check the units.")
+    at.button(key="say_all_send").click().run()
+    assert line(at, "steer_notice") == "Message for all agents queued: it reaches their next turn."
+    order = [node.key for node in at.sidebar if getattr(node, "key", None)]
+    # Must not happen: the answer drawn below the buttons and message boxes (below the fold at 1280x720).
+    assert order.index("steering_status") < order.index("steer_notice") < order.index("pause")
+    assert at.text_input(key="say_all_text").value == ""
 
 
 def test_stop_says_the_turn_is_cut(streaming):
@@ -113,3 +132,36 @@ def test_opening_a_prompt_stops_following_the_debate(streaming):
     at.toggle(key=live_page.FOLLOW_KEY).set_value(True).run()  # the reader may follow again
     assert at.toggle(key=live_page.FOLLOW_KEY).value is True
     assert Store().get_debate(streaming.debate.debate_id) is None  # a fed debate: nothing was written
+
+
+def test_a_stop_during_persona_generation_says_so_in_one_sentence(script):
+    """Stopped while the personas were asked for (the persona call waits for its first piece):
+    the page says the debate was stopped then, in one sentence."""
+    import threading
+
+    from mad_core import DebateEngine
+    from mad_core.config import DebateConfig
+
+    model, s = script(["{}"], faults={0: "hang"})
+    agents = [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)]
+    engine = DebateEngine(DebateConfig.from_dict({"question": "Is 91 a prime number?", "agents": agents,
+                                                  "auto_personas": True, "rounds": 1, "max_rounds": 1}),
+                          store=Store())
+
+    def stop_while_asked() -> None:
+        assert s.hanging.wait(10)
+        engine.controller.stop()
+        s.release()
+
+    stopper = threading.Thread(target=stop_while_asked)
+    stopper.start()
+    list(engine.run())
+    stopper.join()
+    at = app()
+    at.session_state["debate_id"] = engine.debate_id
+    at.run()
+    assert not at.exception, at.exception
+    page = texts(at.main).replace("\\", "")  # markdown escapes
+    assert "No decision: the debate was stopped by a person during persona generation." in page
+    # Must not happen: the stop reported as the model's failure, or the card's words doubled.
+    assert "could not suggest" not in page and "stopped. stopped" not in page

@@ -31,6 +31,7 @@ def debate_script(discussion: list[str], n_agents: int, answer: str = "42", **pa
 STEER_BALLOT = "I vote for solution 1 after weighing every argument made here today. "  # 12 pieces
 
 XSS_TEXT = 'Look: <script>window.__xss=1</script> and <img src=x onerror="window.__xss=2"> done'
+LONG_NUMBER = "1303211111232111133445678" + "9" * 140  # a decision a small model gave (researcher's trial)
 HANDOUT_TEXT = 'Print me: <script>alert("h1")</script> and <img src=x onerror="alert(\'h2\')"> & <b>bold</b>'
 
 SCRIPTS: dict[str, dict] = {
@@ -45,6 +46,9 @@ SCRIPTS: dict[str, dict] = {
     "xss": debate_script([XSS_TEXT + "\n\nFinal answer: 1", XSS_TEXT + "\n\nFinal answer: 1"], 2, answer="1"),
     # 5. fork: fast, three agents; the fork's own calls get the repeated "1".
     "forkme": debate_script([reply("fa", 8), reply("fb", 8), reply("fc", 8)], 3, token_delay=0.01),
+    # 5b. fork with moderator messages (test_e2e_fork.py): the parent runs in the test's process (its
+    #     messages said at known points); here, the fork's own calls: Agent 3's turn, then "1".
+    "fork_msg": {"replies": [reply("fm", 6, "100"), "100", "100", "100", "1"]},
     # 6. experiments (test_e2e_experiments.py): each agent always gives the same answer, whatever the
     #    call, so concurrent debates need no call order; the judge always picks Agent 1 ("yes").
     "exp_e2e": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
@@ -65,6 +69,8 @@ SCRIPTS: dict[str, dict] = {
     # 10. Stop while the votes stream: short discussion turns, then 29 s ballots (Stop cuts them).
     "steering_stop": {"replies": {f"Agent {i}": [reply(f"h{i}", 6), "42", STEER_BALLOT * 8] for i in (1, 2, 3)},
                       "token_delay": 0.3},
+    # 10c. steering on a projector (test_e2e_steering.py, 1280x720): 12 s per turn, stopped early.
+    "steering_projector": debate_script([reply("va", 40), reply("vb", 40), reply("vc", 40)], 3, token_delay=0.3),
     # 10b. steering from another tab (test_e2e_steering.py): 12 s per turn, stopped early.
     "steering_elsewhere": debate_script([reply("ea", 40), reply("eb", 40), reply("ec", 40)], 3, token_delay=0.3),
     # 11. Presenter view, live (test_e2e_classroom.py): 40 words at 0.25 s, 10 s per turn, so the
@@ -78,4 +84,12 @@ SCRIPTS: dict[str, dict] = {
     #     "form_slow" runs long enough to try Start again while it runs.
     "form_e2e": {"replies": {f"Agent {i}": ["Final answer: 42", "42", "1"] for i in (1, 2)}},
     "form_slow": {"replies": {"Agent 1": [reply("fs", 60)], "Agent 2": [reply("ft", 60)]}, "token_delay": 0.3},
+    # 14. readable charts (test_e2e_charts.py): long answers a small model gives, per agent; one
+    #     script per window size.
+    **{f"charts_e2e_{width}": {"replies": {
+        "Agent 1": ["Final answer: " + LONG_NUMBER, LONG_NUMBER, "1"],
+        "Agent 2": ["Final answer: The task is to verify that 91 must be yes but it exceeds",
+                    "The task is to verify that 91 must be yes but it exceeds", "1"],
+        "Agent 3": ['Final answer: A person asked you, "How many 7s are there?" and you said',
+                    'A person asked you, "How many 7s are there?" and you said', "1"]}} for width in (1280, 1440)},
 }

@@ -38,8 +38,17 @@ def agent_reply(messages, info) -> str:
     return f"{agent} speaks of the {WORDS.get(agent, 'okapi')}.\nFinal answer: {answer}"
 
 
-def stored_debate(server, script, question: str) -> str:
-    model, _ = script(agent_reply)
+def long_reply(messages, info) -> str:
+    """As agent_reply, with discussion turns far longer than a projector's column holds."""
+    text = agent_reply(messages, info)
+    if info["metadata"].get("kind", "discussion") not in ("discussion", "draft"):
+        return text
+    first, answer = text.split("\n", 1)
+    return " ".join([first] + [f"filler{i:03d}" for i in range(250)]) + "\n" + answer
+
+
+def stored_debate(server, script, question: str, reply=agent_reply) -> str:
+    model, _ = script(reply)
     config = DebateConfig.from_dict({"question": question, "rounds": 1, "max_rounds": 1, "protocol": "simple_voting",
                                      "agents": [{"label": label, "model": model} for label in WORDS]})
     with Store(server.db_path) as store:
@@ -61,6 +70,57 @@ def open_sidebar(page) -> None:
     if sidebar.get_attribute("data-collapsed") == "true":
         page.locator('[data-testid="stExpandSidebarButton"]').click()
     expect(sidebar).to_have_attribute("data-collapsed", "false")
+
+
+def close_sidebar(page) -> None:
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    if sidebar.get_attribute("data-collapsed") == "false":
+        page.locator('[data-testid="stSidebarCollapseButton"] button').click()
+    expect(sidebar).to_have_attribute("data-collapsed", "true")
+
+
+def page_heights(page) -> dict:
+    """How tall the page is against the window: the document and Streamlit's scrolling main area."""
+    return page.evaluate("""() => {
+        const main = document.querySelector('[data-testid="stMain"]');
+        return {window: window.innerHeight, document: document.documentElement.scrollHeight,
+                main: main.scrollHeight, main_view: main.clientHeight};
+    }""")
+
+
+def assert_in_view(page, *names: str) -> None:
+    """Each keyed element lies wholly inside the 1280x720 window, with no scrolling."""
+    for name in names:
+        box = by_key(page, name).first.bounding_box()
+        assert box is not None, f"{name} is not drawn"
+        assert 0 <= box["y"] and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280, (name, box)
+
+
+def poll_opened_on_the_third_turn(page, server, script, question: str, reply=agent_reply) -> None:
+    """A stored debate replayed on the presenter up to its three discussion turns (by keyboard), then
+    a poll opened from the sidebar with the agents' current answers."""
+    debate_id = stored_debate(server, script, unique(question), reply=reply)
+    open_app(page, server.url, f"/Presenter?replay={debate_id}")
+    expect(by_key(page, "presenter_agent_2")).to_be_visible()
+    for step in (1, 2, 3):  # the three discussion turns, by keyboard
+        press_next(page)
+        expect(by_key(page, "presenter_position")).to_contain_text(f"step {step} of")
+    expect(by_key(page, "presenter_agent_2")).to_contain_text("ibex")
+    open_sidebar(page)
+    click(page, "poll_fill")
+    expect(by_key(page, "poll_options").locator("textarea")).to_have_value("Paris\nLyon")
+    click(page, "poll_open")
+    expect(by_key(page, "poll_link")).to_contain_text("/Poll?poll=")
+
+
+def step_to_the_decision(page) -> None:
+    """Right arrow until the replay shows the decision."""
+    total = int(re.search(r"step (\d+) of (\d+)", by_key(page, "presenter_position").inner_text()).group(2))
+    at = int(re.search(r"step (\d+) of", by_key(page, "presenter_position").inner_text()).group(1))
+    for step in range(at + 1, total + 1):
+        press_next(page)
+        expect(by_key(page, "presenter_position")).to_contain_text(f"step {step} of")
+    expect(by_key(page, "decision_card")).to_be_visible()
 
 
 def test_presenter_shows_agents_side_by_side_and_highlights_the_speaker(page, server):
@@ -85,25 +145,17 @@ def test_presenter_shows_agents_side_by_side_and_highlights_the_speaker(page, se
     page.locator("body").press("k")  # pause through the Controller, from the keyboard
     expect(by_key(page, "presenter_pause")).to_contain_text("Resume", timeout=LIVE_TIMEOUT)
     expect(by_key(page, "presenter_stage")).to_contain_text("paused")
+    # The paused speaker's column says so. Must not happen: it still says "speaking" while paused.
+    expect(speaking).to_contain_text("paused")
+    expect(speaking).not_to_contain_text("speaking")
     page.locator("body").press("k")
     expect(by_key(page, "presenter_pause")).to_contain_text("Pause")
     expect_no_exception(page)
 
 
 def test_poll_from_two_devices_hidden_until_the_reveal(page, server, script, browser):
-    debate_id = stored_debate(server, script, unique("Poll check: which city?"))
-    open_app(page, server.url, f"/Presenter?replay={debate_id}")
-    expect(by_key(page, "presenter_agent_2")).to_be_visible()
-    for step in (1, 2, 3):  # the three discussion turns, by keyboard
-        press_next(page)
-        expect(by_key(page, "presenter_position")).to_contain_text(f"step {step} of")
-    expect(by_key(page, "presenter_agent_2")).to_contain_text("ibex")
-    open_sidebar(page)
-    click(page, "poll_fill")
-    expect(by_key(page, "poll_options").locator("textarea")).to_have_value("Paris\nLyon")
-    click(page, "poll_open")
+    poll_opened_on_the_third_turn(page, server, script, "Poll check: which city?")
     link = by_key(page, "poll_link")
-    expect(link).to_contain_text("/Poll?poll=")
     url = re.search(r"\S+/Poll\?poll=\w+", link.inner_text()).group(0)
     assert url.startswith(server.url) and "session=" not in url
 
@@ -127,11 +179,7 @@ def test_poll_from_two_devices_hidden_until_the_reveal(page, server, script, bro
             expect(by_key(where, "decision_card")).to_have_count(0)
         expect(by_key(page, "poll_reveal").locator("button").first).to_be_disabled()
 
-        total = int(re.search(r"step \d+ of (\d+)", by_key(page, "presenter_position").inner_text()).group(1))
-        for step in range(4, total + 1):  # step on to the decision, by keyboard
-            press_next(page)
-            expect(by_key(page, "presenter_position")).to_contain_text(f"step {step} of")
-        expect(by_key(page, "decision_card")).to_be_visible()
+        step_to_the_decision(page)
         click(page, "poll_reveal")
         results = by_key(page, "poll_results")
         expect(results).to_contain_text("Predicted right (1 of 2): Bo")
@@ -166,4 +214,35 @@ def test_replay_paused_on_a_turn_stays_on_it(page, server, script):
     # Must not happen: the next step appears while paused.
     expect(by_key(page, f"turn_{k}")).not_to_be_visible()
     expect(position).to_contain_text(f"step {k} of")
+    expect_no_exception(page)
+
+
+def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_columns(page, server, script):
+    """A 1280x720 projector, replay of a debate whose turns are far too long for a column: the poll's
+    link and count (then its results beside the decision) are in view. Must not happen: the page
+    scrolls (a long turn making it taller than the window)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    poll_opened_on_the_third_turn(page, server, script, "Projector check: which city?", reply=long_reply)
+    close_sidebar(page)
+    wait_for_idle(page)
+    expect(by_key(page, "poll_count")).to_contain_text("0 predictions · open")
+    assert_in_view(page, "poll_link", "poll_count", "presenter_question", "presenter_controls")
+    expect(by_key(page, "poll_link").locator("code")).to_have_css("font-size", "25.6px")  # 1.6rem: legible
+    # The long turn scrolls inside its own column, whose box ends inside the window.
+    text_box = by_key(page, "presenter_text_0")
+    sizes = text_box.evaluate("e => ({scroll: e.scrollHeight, view: e.clientHeight})")
+    assert sizes["scroll"] > sizes["view"] >= 48, sizes
+    assert_in_view(page, "presenter_agent_0", "presenter_agent_2")
+    heights = page_heights(page)
+    assert heights["document"] <= heights["window"] and heights["main"] <= heights["main_view"], heights
+
+    step_to_the_decision(page)
+    open_sidebar(page)
+    click(page, "poll_reveal")
+    expect(by_key(page, "poll_results")).to_contain_text("Predicted right (0 of 0)")
+    close_sidebar(page)
+    wait_for_idle(page)
+    assert_in_view(page, "decision_answer", "poll_results", "poll_count", "presenter_agent_0")
+    heights = page_heights(page)
+    assert heights["document"] <= heights["window"] and heights["main"] <= heights["main_view"], heights
     expect_no_exception(page)

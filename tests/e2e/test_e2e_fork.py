@@ -44,3 +44,61 @@ def test_fork_continues_as_linked_debate(page, server, store):
     # Must not happen: the fork writes into its parent.
     assert [t.id for t in store.turns(parent["id"])] == [t.id for t in parent_turns]
     assert store.get_debate(parent["id"])["status"] == "finished"
+
+
+FLAMINGO = "Moderator note: remember the flamingo rule, check the pressure."
+PELICAN = "Pelican aside, sent after the fork point."
+
+
+def test_fork_keeps_the_parents_moderator_message_and_marks_what_it_copied(page, server, store, script):
+    """The tester's case: a message to all sent after Agent 1's turn, the fork made on Agent 2's turn
+    (turn 1). The parent runs here, in the test's process, on the server's database (its messages
+    said while Agent 1 and Agent 2 speak); the fork runs in the app on the `fork_msg` script."""
+    from e2e_scripts import reply as scripted_reply
+
+    from mad_core import Controller, DebateConfig, DebateEngine
+
+    controller = Controller()
+
+    def parent_reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] == "discussion":
+            said = {"Agent 1": FLAMINGO, "Agent 2": PELICAN}.get(meta["agent"])
+            if said:
+                controller.say(said)  # applied after this turn, before the next agent's prompt
+            return scripted_reply({"Agent 1": "pa", "Agent 2": "pb", "Agent 3": "pc"}[meta["agent"]], 6, "100")
+        return "100" if meta["kind"] == "extraction" else "1"
+
+    model, _ = script(parent_reply, name="fork_msg")
+    question = unique("Fork with a message: at what temperature does water boil?")
+    config = DebateConfig.from_dict({"question": question, "rounds": 1, "max_rounds": 1,
+                                     "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)]})
+    parent = DebateEngine(config, controller=controller, store=store)
+    list(parent.run())
+    parent_turns = store.turns(parent.debate_id)
+    assert FLAMINGO in str(parent_turns[2].prompt) and PELICAN in str(parent_turns[2].prompt)
+
+    open_app(page, server.url, "/Transcripts")
+    click(page, f"open_{parent.debate_id[:8]}")
+    expect(turn(page, 1)).to_contain_text("pbw01")
+    click(page, "fork_1")
+    expect(key(page, "start")).to_be_visible(timeout=LIVE_TIMEOUT)
+    start(page)
+    expect_status(page, "finished")
+    expect_no_exception(page)
+
+    # The fork's transcript: the message where it was said, marked as the parent's, and the copied turns.
+    expect(key(page, "steer_0")).to_contain_text(FLAMINGO)
+    expect(key(page, "steer_0")).to_contain_text("from the parent")
+    for k in (0, 1):
+        expect(turn(page, k)).to_contain_text("from the parent")
+    expect(turn(page, 2)).to_contain_text("fmw01")
+    # Must not happen: the fork's own turn marked as copied, or the message sent after the fork point shown.
+    expect(turn(page, 2)).not_to_contain_text("from the parent")
+    expect(page.get_by_text(PELICAN)).to_have_count(0)
+
+    child = store.db.query("SELECT id FROM debates WHERE parent_id = ?", [parent.debate_id])
+    child_turns = store.turns(next(child)["id"])
+    first_new = next(t for t in child_turns if t.seq > 1)
+    assert first_new.agent == "Agent 3" and FLAMINGO in str(first_new.prompt)
+    assert not any(PELICAN in str(t.prompt) for t in child_turns)

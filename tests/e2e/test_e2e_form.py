@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, choose, click, configure_debate, debate_by_question, expect,
-                         expect_no_exception, expect_status, fill, key, open_debate_page, set_number, start, status,
-                         unique, wait_for_idle)
+                         expect_no_exception, expect_status, fill, key, open_debate_page, open_disclosure, set_number,
+                         start, status, unique, wait_for_idle)
 
 from mad_core import registry
 from mad_core.presets import load_presets
@@ -19,6 +19,7 @@ from mad_core.presets import load_presets
 pytestmark = pytest.mark.e2e
 
 MODELS = ["scripted/form_e2e"] * 2
+PROJECTOR = {"width": 1280, "height": 720}
 
 
 def type_and_leave(page, name: str, value: str, leave: str) -> None:
@@ -95,19 +96,63 @@ def test_the_description_follows_the_option_chosen(page, server):
     expect_no_exception(page)
 
 
-def test_a_preset_chosen_after_typing_keeps_the_question(page, server):
+def test_a_preset_keeps_a_typed_question_but_not_the_presets_reference(page, server, store):
+    """The teacher's path: Du's preset, their own question typed over it, then MALLM's preset."""
     presets = load_presets()
-    name, preset = next((n, p) for n, p in presets.items() if p["config"].get("question"))
+    du, mallm = presets["du_simultaneous"], presets["mallm_consensus"]
     open_debate_page(page, server.url)
-    question = unique("My own question typed before a preset")
+    choose(page, "preset", du["title"])
+    reference, task = key(page, "reference").locator("input"), key(page, "task").locator("input")
+    expect(reference).to_have_value(du["config"]["reference"])
+    question = unique("Is 91 a prime number?")
     fill(page, "question", question)  # typed, not committed: choosing the preset commits it
-    choose(page, "preset", preset["title"])
+    choose(page, "preset", mallm["title"])
     question_box = key(page, "question").locator("textarea")
     expect(question_box).to_have_value(question)  # must not happen: the preset drops what was typed
-    expect(key(page, "rounds").locator("input")).to_have_value(str(preset["config"].get("rounds", 3)))
-    click(page, "use_preset_question")
-    expect(question_box).to_have_value(preset["config"]["question"])
+    expect(key(page, "rounds").locator("input")).to_have_value(str(mallm["config"]["rounds"]))
+    # must not happen: either preset's hidden reference (or task instruction) left to grade this question
+    expect(reference).to_have_value("")
+    expect(task).to_have_value("")
+    expect(key(page, "preset_note")).to_contain_text("cleared (task instruction, reference answer)")
+    expect(key(page, "preset_note")).to_contain_text("The preset set the other settings.")
+    # a setting changed from the preset: the picker and its caption say which
+    choose(page, "protocol", "simple_voting")
+    expect(key(page, "preset")).to_contain_text("Preset (changed: Protocol)")
+    expect(key(page, "preset_note")).to_contain_text("Changed from the preset: Protocol.")
+    picker = key(page, "preset").locator("input")
+    configure_debate(page, question, MODELS)
+    open_disclosure(page, "advanced").locator(".st-key-auto_personas label").click()  # no persona calls
+    start(page)
+    config = debate_by_question(store, question)["config"]
+    assert (config["reference"], config["task"], config["answer_type"], config["protocol"]) == \
+        (None, "", "text", "simple_voting")
+    expect_status(page, "finished")
+    expect(picker).to_have_value(mallm["title"])  # must not happen: the changes made the picker lose its choice
+    click(page, "use_preset_question")  # the example brings its own task fields back
+    expect(question_box).to_have_value(mallm["config"]["question"])
+    expect(reference).to_have_value(mallm["config"]["reference"])
+    expect(task).to_have_value(mallm["config"]["task"])
     expect(key(page, "use_preset_question")).to_have_count(0)
+    expect_no_exception(page)
+
+
+def test_the_summary_of_problems_is_in_view_at_1280x720_and_start_stays_put(page, server):
+    page.set_viewport_size(PROJECTOR)
+    open_debate_page(page, server.url)
+    set_number(page, "rounds", 0)
+    set_number(page, "max_rounds", 0)
+    set_number(page, "n_agents", 0)
+    page.locator('[data-testid="stMain"]').evaluate("main => { main.scrollTop = 0; }")  # as the page opens
+    start_button = key(page, "start").locator("button").first
+    before = start_button.bounding_box()
+    start_button.click()
+    summary = key(page, "form_errors")
+    expect(summary).to_contain_text("Number of agents: at least one agent is needed")
+    expect(summary).to_contain_text("Max rounds: must be at least 1, got 0")
+    box, after = summary.bounding_box(), start_button.bounding_box()
+    # must not happen: the summary (its last line included) below the 1280x720 fold, or Start moving away
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= PROJECTOR["height"], box
+    assert after == before and after["y"] + after["height"] <= PROJECTOR["height"], (before, after)
     expect_no_exception(page)
 
 

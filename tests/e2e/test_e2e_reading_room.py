@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, choose, click, expect, expect_no_exception, key, open_app, open_disclosure,
@@ -142,4 +144,42 @@ def test_compare_two_annotated_debates_side_by_side(page, server, store):
     for k in range(3):
         expect(key(page, f"side_right_turn_{k}")).not_to_contain_text(left_tag)
         expect(key(page, f"side_left_turn_{k}")).not_to_contain_text(right_tag)
+    expect_no_exception(page)
+
+
+ACTIONS = ("export_json", "export_md", "export_csv", "handout_md", "handout_html")
+# JavaScript: is any element in the button cut (its text wider than its box: an ellipsis)?
+CUT = "button => [button, ...button.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)"
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 720}, {"width": 1440, "height": 900}])
+def test_an_opened_debate_shows_full_button_labels_and_deletes_one_annotation(page, server, store, viewport):
+    debate_id = run_debate(store, unique("Labels and annotations: which city is the capital?"), "lb")
+    turns = store.turns(debate_id)
+    mistaken = store.annotate(debate_id, turns[1].id, "flip", "tagged by mistake")
+    kept = store.annotate(debate_id, turns[1].id, "good point", "kept note")
+    page.set_viewport_size(viewport)
+    open_transcript(page, server.url, debate_id)
+    labels = {}
+    for name in ACTIONS:
+        button = key(page, name).locator("button").first  # (a button with help is drawn twice)
+        expect(button).to_be_visible()
+        labels[name] = button.inner_text().strip()
+        box = button.bounding_box()
+        # Must not happen: a cut label ("Handout (Markdo…") or a button beyond the page's right edge.
+        assert not button.evaluate(CUT), f"{name}: label cut to {labels[name]!r} at {viewport}"
+        assert box and box["x"] + box["width"] <= viewport["width"], (name, box)
+    key(page, "debate_actions").scroll_into_view_if_needed()
+    shots = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent))
+    page.screenshot(path=str(shots / f"debate_actions_{viewport['width']}x{viewport['height']}.png"))
+    assert labels == {"export_json": "Export JSON", "export_md": "Export Markdown", "export_csv": "Export CSV",
+                      "handout_md": "Handout · Markdown", "handout_html": "Handout · print"}
+
+    expect(turn(page, 1)).to_contain_text("tagged by mistake")
+    turn(page, 1).screenshot(path=str(shots / f"annotated_turn_{viewport['width']}x{viewport['height']}.png"))
+    click(page, f"unannotate_{mistaken}")
+    expect(turn(page, 1)).not_to_contain_text("tagged by mistake")
+    expect(turn(page, 1)).to_contain_text("kept note")
+    # Must not happen: the other annotation on the same turn deleted with it.
+    assert [a["id"] for a in store.annotations(debate_id)] == [kept]
     expect_no_exception(page)

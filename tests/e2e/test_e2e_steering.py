@@ -8,7 +8,8 @@ go to a JSON file (MADLAB_STEERING_TIMINGS, else next to the server's home) that
 the bench's, never a test's, so here only the states are asserted.
 
 Must not happen: a paused debate's bubble says "streaming"; a turn starts after Stop or, once a
-decision is forced, a discussion turn starts; a ballot reads "interrupted: None".
+decision is forced, a discussion turn starts; a ballot reads "interrupted: None"; at 1280x720 the
+answer to a message is out of view (or below the message boxes), or a control's label is cut.
 """
 from __future__ import annotations
 
@@ -189,6 +190,55 @@ def test_a_pause_from_another_tab_shows_in_this_tabs_controls_without_a_click(pa
     expect_no_exception(page)
     expect_no_exception(other)
     other.close()
+
+
+PROJECTOR = {"width": 1280, "height": 720}
+CONTROL_BUTTONS = ("pause", "resume", "stop", "force_decision", "say_all_send", "say_one_send")
+# A button's label cut short: Streamlit ends an overflowing label with an ellipsis ("Decide …"), so
+# the label's markdown container is narrower than its text.
+CUT_LABEL = ("b => [...b.querySelectorAll('[data-testid=\"stMarkdownContainer\"]')]"
+             ".some(e => e.scrollWidth > e.clientWidth)")
+
+
+def in_view(locator, viewport: dict) -> bool:
+    box = locator.bounding_box()
+    return box is not None and 0 <= box["y"] and box["y"] + box["height"] <= viewport["height"] \
+        and 0 <= box["x"] and box["x"] + box["width"] <= viewport["width"]
+
+
+def test_on_a_projector_a_messages_answer_shows_under_the_steering_line(page, server):
+    """At 1280x720 the answer to "Send to all" (and a refusal) shows under the steering line, in view,
+    with the message box; every control's label is readable whole."""
+    page.set_viewport_size(PROJECTOR)
+    begin(page, server, "Projector steering", "steering_projector")
+    expect(turn(page, 0)).to_contain_text(words("va", 40)[1], timeout=LIVE_TIMEOUT)
+    page.locator('[data-testid="stSidebarContent"]').evaluate("bar => { bar.scrollTop = 0; }")
+    cut = [name for name in CONTROL_BUTTONS if key(page, name).locator("button").first.evaluate(CUT_LABEL)]
+    # Must not happen: a control's label cut short ("Decide …").
+    assert not cut, cut
+
+    fill(page, "say_all_text", unique("Check the units"))
+    key(page, "say_all_send").locator("button").first.click()
+    notice = key(page, "steer_notice")
+    expect(notice).to_contain_text("Message for all agents queued")
+    shot = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent)) / "steering_projector_1280x720.png"
+    page.screenshot(path=str(shot))
+    line, box = key(page, "steering_status").bounding_box(), key(page, "say_all_text").bounding_box()
+    # Must not happen: the answer out of view at 1280x720, or drawn below the message boxes.
+    assert in_view(notice, PROJECTOR) and in_view(key(page, "say_all_text"), PROJECTOR)
+    assert line["y"] < notice.bounding_box()["y"] < box["y"]
+
+    key(page, "say_all_send").locator("button").first.click()  # the box is empty now
+    expect(notice).to_contain_text("Not sent: the message is empty")
+    assert in_view(notice, PROJECTOR)
+    choose(page, "say_one_agent", "Agent 3")  # at the sidebar's bottom: reaching it scrolls the sidebar
+    fill(page, "say_one_text", unique("Only for you"))
+    key(page, "say_one_send").locator("button").first.click()
+    expect(notice).to_contain_text("Message for Agent 3 queued")
+    assert in_view(notice, PROJECTOR) and in_view(key(page, "say_one_send"), PROJECTOR)
+    key(page, "stop").locator("button").first.click()
+    expect_status(page, "stopped")
+    expect_no_exception(page)
 
 
 LOCAL_MODEL = "local/smollm2-135m"

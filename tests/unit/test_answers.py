@@ -292,3 +292,13 @@ def test_strip_confidence():
     assert "Confidence" not in stripped
     assert stripped.endswith("**Final answer:** 1.5 m/s")
     assert strip_confidence("Final answer: B (Confidence: 9/10)") == "Final answer: B"
+
+
+def test_a_decisions_answer_is_the_extracted_one_else_its_final_answer_line_else_its_text():
+    from mad_core.answers import decided_answer
+
+    assert decided_answer("I think so.\nFinal answer: 56", {"final_answer": " 56 "}) == "56"
+    assert decided_answer("Long reasoning.\nFinal answer: Amazon", {}) == "Amazon"
+    assert decided_answer("  Paris  ", None) == "Paris"
+    # Must not happen: a crash on a missing answer or on details that are not a mapping.
+    assert decided_answer(None, "junk") == "" and decided_answer("", {"final_answer": None}) == ""

@@ -103,8 +103,14 @@ def test_rename_onto_an_existing_tag_is_refused_and_changes_nothing(store):
         store.rename_tag("flip", "Error")
     with pytest.raises(LookupError, match="no tag 'nope'"):
         store.rename_tag("nope", "other")
-    with pytest.raises(ValueError, match="^tag: "):
+    with pytest.raises(ValueError, match="^new name: a tag needs a name$"):  # not the annotating message
         store.rename_tag("flip", "   ")
+    with pytest.raises(ValueError, match="^new name: at most 60 characters"):
+        store.rename_tag("flip", "x" * 61)
+    with pytest.raises(ValueError, match="^new tag: a tag needs a name$"):
+        store.add_tag(" \t ")
+    with pytest.raises(ValueError, match="^tag: an annotation needs a tag"):
+        store.annotate("d1", "t0", "  ")
     assert [a["tag"] for a in store.annotations("d1")] == ["flip"] and store.tag("flip") is not None
     assert store.rename_tag("flip", "Flip") == "Flip"  # a change of case is a rename of the same tag
     assert [a["tag"] for a in store.annotations("d1")] == ["Flip"]
@@ -129,6 +135,22 @@ def test_delete_only_an_unused_tag(store):
     assert store.tag("flip") is not None and len(store.annotations("d1")) == 1
     store.delete_tag("off topic")
     assert store.tag("off topic") is None
+
+
+def test_deleting_one_annotation_frees_its_tag_and_leaves_the_others(store):
+    debate(store, "d1")
+    debate(store, "d2")
+    mistaken = store.annotate("d1", "t0", "flip", "wrong turn")
+    kept = [store.annotate("d1", "t1", "error"), store.annotate("d2", "t0", "error", "kept")]
+    assert not store.delete_annotation(mistaken, turn_id="t1")  # a button drawn for another turn deletes nothing
+    assert store.delete_annotation(mistaken, turn_id="t0")
+    assert not store.delete_annotation(mistaken, turn_id="t0")  # already gone
+    # Must not happen: another annotation deleted with it.
+    assert [a["id"] for a in store.annotations("d1") + store.annotations("d2")] == kept
+    assert {t["name"]: t["count"] for t in store.tags()}["flip"] == 0
+    assert store.list_debates(search="wrong turn") == [] and store.list_debates(tag="flip") == []
+    store.delete_tag("flip")  # no longer in use
+    assert store.tag("flip") is None
 
 
 def test_many_threads_creating_the_same_tag_make_one_entry(tmp_path):
@@ -187,6 +209,38 @@ def test_search_finds_a_moderator_message(store):
     debate(store, "plain")
     assert ids(store.list_debates(search="zeppelinword")) == ["steered"]
     assert ids(store.list_debates(search="zeppelinword", protocol="simple_voting")) == ["steered"]
+
+
+def test_search_matches_the_start_of_words_and_says_what_matched(store):
+    debate(store, "turns", texts=("The kettles boil at once.", "Ketchup is not an answer.", "Water kettle"))
+    debate(store, "tagged")
+    store.annotate("tagged", "t1", "error", "misreads the kettle gauge")
+    debate(store, "steered", steer="Mind the Kettlebell example.")
+    debate(store, "asked", question="Why do kettles whistle?")
+    debate(store, "plain")
+    found = ids(store.list_debates(search="kettle"))
+    # Must not happen: a whole-word search that misses "kettles", or a debate without the word.
+    assert found == ["asked", "steered", "tagged", "turns"]
+    matches = store.search_matches("kettle", [*found, "plain"])
+    assert set(matches) == set(found)
+    assert matches["turns"] == {"where": "turn", "label": "Agent 1 · round 1", "more": 1,
+                                "parts": [("The ", False), ("kettles", True), (" boil at once.", False)]}
+    assert matches["tagged"]["where"] == "annotation" and matches["tagged"]["label"] == "tag error"
+    assert ("kettle", True) in matches["tagged"]["parts"]
+    assert (matches["steered"]["where"], matches["steered"]["label"]) == ("moderator message", "to Agent 2")
+    assert ("Kettlebell", True) in matches["steered"]["parts"]
+    assert matches["asked"]["where"] == "question"
+    assert matches["asked"]["parts"] == [("Why do ", False), ("kettle", True), ("s whistle?", False)]
+    # Every word must start a word; a prefix inside a word does not match.
+    assert ids(store.list_debates(search="kett boil")) == ["turns"]
+    assert ids(store.list_debates(search="ettle")) == ["asked"]  # (the question matches the text anywhere)
+    assert [r["turn_id"] for r in store.search_turns("ketch")] == ["t1"]
+
+
+@pytest.mark.parametrize("query", ['"', "*", "NEAR(", "') OR 1=1 --", "\x00", "   ", "kettle\" OR", "a\"b"])
+def test_search_matches_take_any_text(store, query):
+    debate(store, "d1", texts=("kettle", "two", "three"))
+    assert isinstance(store.search_matches(query, ["d1"]), dict)
 
 
 def test_tag_model_and_outcome_filters_combine_with_search(store):

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from mad_core import handout
+from mad_core import figures, handout
 from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
 from mad_core.events import DecisionReached
@@ -136,3 +136,58 @@ def test_without_chart_images_the_handout_says_so_and_is_otherwise_whole(debate,
     images, problem = handout.figure_images([object()], "svg")
     assert images == [] and problem == ("the charts are left out: they could not be drawn "
                                         "(RuntimeError: no Chromium here)")
+
+
+LONG_NUMBER = "1303211111232111133445678" + "9" * 140  # a small model's "answer" (researcher's trial)
+
+
+def test_a_long_decision_is_cut_to_a_headline_with_the_whole_answer_kept(script, roles):
+    model, _ = script(roles(default_answer=LONG_NUMBER))
+    store = Store()
+    engine = DebateEngine(DebateConfig.from_dict({
+        "question": "Is 91 a prime number?", "rounds": 1, "max_rounds": 1, "protocol": "simple_voting",
+        "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2)]}), store=store)
+    list(engine.run())
+    headline = LONG_NUMBER[:handout.ANSWER_CHARS - 1] + "…"
+    assert handout.headline_answer(LONG_NUMBER) == headline and handout.headline_answer(" B ") == "B"
+    md = handout.handout_markdown(store, engine.debate_id, embed=embed, images=False)
+    assert f"**Answer:** {headline}\n" in md
+    assert f"> Whole answer ({len(LONG_NUMBER)} characters): {LONG_NUMBER}" in md
+    page = handout.handout_html(store, engine.debate_id, embed=embed, images=False)
+    assert f'<p class="answer">{headline}</p>' in page  # must not happen: the 165 digits as the headline
+    assert (f"<details><summary>Whole answer ({len(LONG_NUMBER)} characters)</summary>"
+            f'<p class="text">{LONG_NUMBER}</p></details>') in page
+
+
+def colours(fig) -> list:
+    """Each trace's colours as the figure sets them: a line's, a bar's markers, a heatmap's scale."""
+    out = []
+    for trace in fig.data:
+        if trace.type == "heatmap":
+            out.append(tuple(color for _, color in trace.colorscale))
+        elif trace.type == "bar":
+            out.append(tuple(trace.marker.color))
+        else:
+            out.append((trace.name, trace.line.color if trace.mode != "markers" else trace.marker.color))
+    return out
+
+
+def test_the_handout_draws_the_apps_figures_in_the_apps_colours(debate, monkeypatch):
+    store, debate_id = debate
+    drawn: list = []
+
+    def draw(figs, image_format="svg", widths=None):
+        drawn.extend(handout.print_figure(fig) for fig in figs)  # what kaleido would be handed
+        return [b"<svg/>"] * len(figs), None
+
+    monkeypatch.setattr(handout, "figure_images", draw)
+    handout.handout_html(store, debate_id, embed=embed)
+    view = DebateView.from_store(store, debate_id)
+    app = [fig for _, fig in figures.debate_figures(view, store.metrics_report(debate_id, embed=embed)).values()
+           if fig is not None]
+    assert [colours(fig) for fig in drawn] == [colours(fig) for fig in app] and len(app) == 6
+    # every measure's colour is in the figure itself (a template cannot recolour it) and is the same
+    # measure's colour in every debate: disagreement is red in the app and in the handout
+    lines = dict(colour for fig in drawn[:4] for colour in colours(fig))
+    assert None not in lines.values() and lines["disagreement"] == figures.SERIES["disagreement"][0] == "#ff2b2b"
+    assert drawn[0].layout.template.layout.paper_bgcolor == "white"  # the handout's template: paper only

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from mad_core import DebateConfig, DebateEngine
-from mad_core.events import ErrorOccurred, PersonasAssigned, TurnFinished
+from mad_core.events import DebateFinished, ErrorOccurred, PersonasAssigned, TurnFinished
 from mad_core.personas import PERSONA_WORDS, generate_personas, neutral, read_personas
 from mad_core.prompts import persona_list_prompt, persona_retry_prompt
 
@@ -127,6 +127,24 @@ def test_gives_up_after_two_re_asks_with_the_last_reason_and_keeps_what_was_set(
     assert ask.asked[0][1].schema["properties"]["personas"]["maxItems"] == 2  # A and C only
 
 
+def test_a_stop_ends_the_requests_and_is_not_reported_as_the_models_failure():
+    flag = {"stopped": False}
+
+    def ask(messages, reply):  # the call under way is cut by the stop
+        flag["stopped"] = True
+        ask.calls += 1
+        return None, "interrupted"
+
+    ask.calls = 0
+    result = generate_personas(QUESTION, "", ["A", "B"], ask, {"A": GOOD[0]}, stopped=lambda: flag["stopped"])
+    assert result.stopped and result.reason == "stopped by a person during persona generation"
+    assert result.attempts == 1 and ask.calls == 1  # must not happen: a re-ask after the stop
+    assert result.personas == {"A": GOOD[0]}  # what was set is kept; nothing is made up for B
+    refused = Asker(as_json([JUNK_PROMPT] * 2))  # stopped between a refused reply and its re-ask
+    result = generate_personas(QUESTION, "", ["A", "B"], refused, stopped=lambda: bool(refused.asked))
+    assert result.stopped and result.attempts == 1 and len(refused.asked) == 1
+
+
 def test_nothing_is_asked_when_every_agent_has_a_persona():
     ask = Asker()
     assert generate_personas(QUESTION, "", ["A"], ask, {"A": "Chemist: bonds"}).personas == {"A": "Chemist: bonds"}
@@ -167,3 +185,30 @@ def test_engine_records_its_fallback_when_the_model_cannot_do_it(script, roles):
                       "a neutral persona."]
     persona_turns = [e.turn for e in events if isinstance(e, TurnFinished) and e.turn.kind == "persona"]
     assert len(persona_turns) == 3  # every request is a recorded turn
+
+
+def test_engine_stopped_during_persona_generation_says_so(script, roles):
+    """Stop while the persona list is being generated: the debate says it was stopped then, and
+    nothing says the model could not suggest personas."""
+    import threading
+
+    model, s = script(roles(persona=lambda m, meta: as_json(GOOD)), faults={0: "hang"})
+    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(3)]
+    engine = DebateEngine(DebateConfig.from_dict({"question": QUESTION, "agents": agents, "auto_personas": True,
+                                                  "rounds": 1, "max_rounds": 1}))
+
+    def stop_while_asked() -> None:  # the persona call waits for its first piece: stop, then let it come
+        assert s.hanging.wait(10)
+        engine.controller.stop()
+        s.release()
+
+    stopper = threading.Thread(target=stop_while_asked)
+    stopper.start()
+    events = list(engine.run())
+    stopper.join()
+    finished = [e for e in events if isinstance(e, DebateFinished)]
+    assert [(e.status, e.reason) for e in finished] == [("stopped", "stopped by a person during persona generation")]
+    # Must not happen: a "could not suggest" error (or any error), a re-ask, a neutral persona made up.
+    assert not [e.message for e in events if isinstance(e, ErrorOccurred)]
+    assert len([c for c in s.history if c["metadata"]["kind"] == "persona"]) == 1
+    assert not any([e for e in events if isinstance(e, PersonasAssigned)][0].personas.values())

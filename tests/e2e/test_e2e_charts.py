@@ -1,0 +1,75 @@
+"""Scenario: a teacher shows a finished debate's charts on a projector (1280x720) and on a laptop
+(1440x900), in the Debate page's stage column, where they are narrowest.
+
+Must not happen: a chart's title running under the toolbar's camera, an answer timeline cell's
+text running past its cell into the next, the agents table cut at its right edge, or the
+decision's 165-digit answer as a heading of several lines."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from e2e_helpers import expect, expect_no_exception, finished_debate, key, unique
+
+pytestmark = pytest.mark.e2e
+CHARTS = ("plot_diversity", "plot_entropy", "plot_agreement", "plot_votes", "plot_timeline")
+
+# Per chart: the title's and subtitle's boxes, the camera's box, and (timeline) each cell text's
+# box with the plot area and the number of columns.
+MEASURE = """(box) => {
+    const rect = (el) => { const r = el.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    const titles = [...box.querySelectorAll('.gtitle, .gtitle-subtitle')].filter(t => t.textContent).map(rect);
+    const camera = box.querySelector('.modebar');
+    const plot = box.querySelector('.nsewdrag');
+    const cells = [...box.querySelectorAll('.heatmaplayer text')].filter(t => t.textContent).map(rect);
+    const columns = box.querySelectorAll('g.xtick').length;
+    return {titles, camera: camera && rect(camera), plot: plot && rect(plot), cells, columns,
+            width: box.getBoundingClientRect().width};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1440, 900)])
+def test_charts_read_in_the_stage_column(page, server, store, size):
+    width, height = size
+    page.set_viewport_size({"width": width, "height": height})
+    question = unique(f"Charts at {width}: is 91 a prime number?")
+    finished_debate(page, server.url, store, question, [f"scripted/charts_e2e_{width}"] * 3)
+    expect_no_exception(page)
+    card = key(page, "decision_answer")
+    expect(card).to_contain_text("1303211111")
+    lines = card.locator("h4").evaluate("""(h) => {  // the answer's lines of text, as laid out
+        const walk = document.createTreeWalker(h, NodeFilter.SHOW_TEXT); const tops = new Set();
+        for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+            if (!node.textContent.includes('13032')) continue;
+            const range = document.createRange(); range.selectNodeContents(node);
+            [...range.getClientRects()].filter(r => r.width > 0).forEach(r => tops.add(Math.round(r.top)));
+        }
+        return tops.size; }""")
+    assert 1 <= lines <= 2, lines  # must not happen: a heading of three lines and more (it had 165 digits)
+    shots = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent))
+    for name in CHARTS:
+        box = key(page, name)
+        box.scroll_into_view_if_needed()
+        expect(box.locator(".main-svg").first).to_be_visible()
+        m = box.evaluate(MEASURE)
+        assert m["width"] > 400, (name, m["width"])  # one chart per row: never ~270 px
+        assert m["titles"] and m["camera"], name
+        for title in m["titles"]:  # must not happen: a title under the camera
+            assert title["r"] <= m["camera"]["l"] or title["b"] <= m["camera"]["t"] or title["t"] >= m["camera"]["b"], \
+                (name, title, m["camera"])
+        box.screenshot(path=str(shots / f"charts-{name}-stage-{width}.png"))
+        if name == "plot_timeline":
+            plot, n = m["plot"], m["columns"]
+            assert n >= 1 and len(m["cells"]) == 3, m
+            cell_width = (plot["r"] - plot["l"]) / n
+            for cell in m["cells"]:  # must not happen: cell text running into the next cell
+                col = int(((cell["l"] + cell["r"]) / 2 - plot["l"]) // cell_width)
+                assert plot["l"] + col * cell_width <= cell["l"] and cell["r"] <= plot["l"] + (col + 1) * cell_width, \
+                    (cell, plot, n)
+    table = key(page, "agent_metrics")
+    table.scroll_into_view_if_needed()
+    fits = table.evaluate("""(box) => [...box.querySelectorAll('table')].every(
+        t => t.getBoundingClientRect().right <= box.getBoundingClientRect().right + 1)""")
+    assert fits, "the agents table is cut at its right edge"
+    table.screenshot(path=str(shots / f"charts-agents-{width}.png"))
