@@ -144,6 +144,7 @@ def decided_answer(answer: str | None, details: dict | None = None) -> str:
     return (extracted or final_answer(answer) or answer or "").strip()
 
 
+@never_raises(_nothing)
 def final_answer(text: str | None) -> str:
     """The answer after the last "Final answer:" label, else the last non-empty line that is
     neither a confidence line nor an agreement-only line ("" when there is none among the
