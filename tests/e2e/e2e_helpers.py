@@ -68,10 +68,18 @@ def set_text(page: Page, name: str, value: str) -> None:
 
 
 def set_number(page: Page, name: str, value: int | float) -> None:
+    """Type `value` into the number field keyed `name` and commit it (Enter)."""
     field = key(page, name).locator("input")
-    field.fill(str(value))
-    field.press("Enter")
-    expect(field).to_have_value(str(value))
+    for attempt in range(3):
+        field.fill(str(value))
+        field.press("Enter")
+        try:  # the run the last commit started may redraw the field over what was typed: type it again
+            expect(field).to_have_value(str(value), timeout=5_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+            wait_for_idle(page)
     wait_for_idle(page)
 
 

@@ -3,7 +3,7 @@
 
 Must not happen: a chart's title running under the toolbar's camera, an answer timeline cell's
 text running past its cell into the next, the agents table cut at its right edge, or the
-decision's 165-digit answer as a heading of several lines."""
+decision's 165-digit answer as a heading of several lines or running past its chat bubble."""
 from __future__ import annotations
 
 import os
@@ -47,6 +47,11 @@ def test_charts_read_in_the_stage_column(page, server, store, size):
         }
         return tops.size; }""")
     assert 1 <= lines <= 2, lines  # must not happen: a heading of three lines and more (it had 165 digits)
+    bubbles = page.locator('[data-testid="stChatMessage"]')
+    expect(bubbles.filter(has_text="13032").first).to_be_visible()
+    overflowing = bubbles.evaluate_all("""(all) => all.filter(b => [...b.querySelectorAll('*')].some(
+        e => e.getBoundingClientRect().right > b.getBoundingClientRect().right + 1)).map(b => b.innerText.slice(0, 80))""")
+    assert overflowing == []  # must not happen: the 165-digit answer running past its bubble
     shots = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent))
     for name in CHARTS:
         box = key(page, name)

@@ -70,6 +70,24 @@ def test_scripted_stream_yields_exact_pieces_through_litellm():
     assert result.first_token_s is not None and 0 <= result.first_token_s <= result.latency_s
 
 
+def test_our_providers_stream_ends_at_the_finishing_chunk_without_litellms_rebuild(monkeypatch):
+    """litellm rebuilds and prices the whole response when a stream runs out (~4 ms a call);
+    our providers' finishing chunk is their last, so the call ends there: the text and token
+    counts are the same, and the rebuild must not happen."""
+    reply = "It is 4, because two and two make four."
+    register_script("no_rebuild", Script(replies=[reply]))
+    ensure_registered()
+    rebuilds = []
+    builder = _litellm().stream_chunk_builder
+    monkeypatch.setattr(_litellm(), "stream_chunk_builder", lambda *a, **k: rebuilds.append(1) or builder(*a, **k))
+    tokens: list[str] = []
+    result = call_model("scripted/no_rebuild", ASK, on_token=tokens.append)
+    assert result.status == "ok" and result.text == reply and "".join(tokens) == reply
+    assert result.completion_tokens == models._count_tokens("scripted/no_rebuild", text=reply) > 0
+    assert result.prompt_tokens == models._count_tokens("scripted/no_rebuild", messages=ASK) > 0
+    assert rebuilds == []
+
+
 def test_metadata_and_params_reach_the_handler_and_route_dict_replies():
     script = register_script("routed", Script(replies={"A": ["a1", "a2"], "B": ["b1"]}, default="none"))
     texts = [
