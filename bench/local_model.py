@@ -209,10 +209,13 @@ def case_ballots(srv, args, result: Result) -> None:
     from mad_core.events import VoteCast
 
     first = first_invalid = final = final_invalid = finished = 0
+    unfinished: list[str] = []
     started = time.perf_counter()
     for i in range(args.debates):
         _, events = default_debate(seed=i)
         finished += events[-1].status == "finished"
+        if events[-1].status != "finished":
+            unfinished.append(f"seed {i}: {events[-1].status} ({getattr(events[-1], 'reason', '') or 'no reason'})")
         votes = [e for e in events if isinstance(e, VoteCast)]
         last: dict[tuple, VoteCast] = {}
         for vote in votes:
@@ -230,6 +233,8 @@ def case_ballots(srv, args, result: Result) -> None:
         result.targets.append(Target("invalid ballots, as first cast", 100 * first_invalid / first, 2.0, "%"))
     result.notes.append(f"{args.debates} default debates (seeds 0..{args.debates - 1}), {finished} finished, "
                         f"{time.perf_counter() - started:.0f} s")
+    if unfinished:
+        result.notes.append("not finished: " + "; ".join(unfinished))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,10 @@ What it is for: turning a `DebateView` and its metric report (mad_core/metrics/r
 figures a class can read: lines per round, the vote chart (horizontal bars, labels shortened
 and wrapped, automargin) and the answer timeline (cells that say the answer in 13 px text cut
 to what fits the cell, the full answer in the hover; a legend instead when the cells are too
-narrow for text). One answer -> colour map per debate (`answer_colors`) is used by every chart
+narrow for text; a cell without an answer says "no readable answer" or "did not speak", in
+grey). Entropy and agreement are over the readable answers: a round where some could not be read
+says "1 of 3 answers readable" on the chart and in the hover, one with none is a gap ("no readable
+answers"), never a 0. One answer -> colour map per debate (`answer_colors`) is used by every chart
 that colours by answer, and every measure has its own fixed line colour (`SERIES`), so the app
 (Streamlit's theme) and the handout (plotly's template) draw the same colours.
 
@@ -38,6 +41,8 @@ from .view import DebateView
 CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
                    "#9d755d", "#bab0ac"]
 NO_ANSWER_COLOR = "#d9d9d9"
+NO_READABLE = "no readable answer"  # a timeline cell whose reply holds no answer of the debate's type
+NOT_SPOKEN = "did not speak"  # a timeline cell of an agent without a turn that round
 CELL_FONT_PX = 13  # the timeline's cell text: legible on a projector
 TICK_FONT_PX = 12
 TITLE_FONT_PX = 16
@@ -231,17 +236,39 @@ def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, y
     return layout(fig, title, ytitle, subtitle=subtitle)
 
 
+def readable_note(row: dict[str, Any]) -> str | None:
+    """How many of a round's answers could be read ("1 of 3 answers readable", "no readable
+    answers"), or None when all were (or the report predates the count)."""
+    readable, agents = row.get("readable"), row.get("agents")
+    if readable is None or agents is None or readable >= agents:
+        return None
+    return "no readable answers" if readable == 0 else f"{readable} of {agents} answers readable"
+
+
 def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, ytitle: str,
-                  subtitle: str = "") -> go.Figure | None:
+                  subtitle: str = "", readable: bool = False) -> go.Figure | None:
     """A line per report column (`traces`: legend name -> per-round key), each in its measure's
-    colour (`SERIES`); None before any round."""
-    if not report.get("rounds"):
+    colour (`SERIES`); None before any round. `readable`: the measures are over the readable
+    answers, so each round where some answer could not be read says how many could, on the
+    chart (under its point, or where a round without any has a gap) and in the hover."""
+    rows = report.get("rounds") or []
+    if not rows:
         return None
     fig = line_figure({name: round_series(report, column) for name, column in traces.items()}, title, ytitle,
                       styles={name: SERIES[column] for name, column in traces.items() if column in SERIES},
                       subtitle=subtitle)
     if any(v is not None and v < 0 for column in traces.values() for _, v in round_series(report, column)):
         fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
+    if readable:
+        notes = [readable_note(row) or "all answers readable" for row in rows]
+        for trace in fig.data:
+            trace.customdata = notes
+            trace.hovertemplate = "round %{x}: %{y:.3g}<br>%{customdata}<extra>%{fullData.name}</extra>"
+        for row in rows:
+            note = readable_note(row)
+            if note:
+                fig.add_annotation(x=row["round"], y=0, yref="y", text=note, showarrow=False, yanchor="bottom",
+                                   yshift=6, font=dict(size=SUBTITLE_FONT_PX, color="#555555"))
     return fig
 
 
@@ -358,27 +385,36 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
     seen = list(dict.fromkeys(label for row in rounds for label in row["answers"]))
     labels = [label for label in view.agents if label in seen] + [label for label in seen if label not in view.agents]
     answers = {label: [row["answers"].get(label) for row in rounds] for label in labels}
+    # A cell without an answer says why, in grey: the agent spoke but nothing in its reply reads
+    # as an answer of the debate's type, or it did not speak that round.
+    missing = {label: [(NO_READABLE if label in row["answers"] else NOT_SPOKEN) for row in rounds]
+               for label in labels}
     categories = list(dict.fromkeys(a for label in labels for a in answers[label] if a is not None))
-    z = [[None if a is None else categories.index(a) for a in answers[label]] for label in labels]
+    empty = len(categories)  # the grey category of the cells without an answer
+    z = [[empty if a is None else categories.index(a) for a in answers[label]] for label in labels]
     room = cell_width_px(len(rounds), labels)
     legend = room < MIN_CELL_TEXT_PX
-    text = [["" if a is None or legend else "<br>".join(html.escape(line, quote=False) for line in fit_lines(a, room))
-             for a in answers[label]] for label in labels]
-    full = [[plot_text(a) if a is not None else "(no answer)" for a in answers[label]] for label in labels]
-    n = max(1, len(categories))
+    text = [["" if legend else "<br>".join(html.escape(line, quote=False)
+                                          for line in fit_lines(missing[label][i] if a is None else a, room))
+             for i, a in enumerate(answers[label])] for label in labels]
+    full = [[plot_text(a) if a is not None else missing[label][i] for i, a in enumerate(answers[label])]
+            for label in labels]
+    n = len(categories) + 1
     scale = []
     for i in range(n):
-        color = color_of(colors, categories[i]) if categories else NO_ANSWER_COLOR
+        color = color_of(colors, categories[i]) if i < empty else NO_ANSWER_COLOR
         scale += [[i / n, color], [(i + 1) / n, color]]
     rows = [wrap_label(label, width=ROW_LABEL_CHARS) for label in labels]
-    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text,
+    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text, meta=[empty],
                                customdata=full, texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX),
                                zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=3, ygap=3,
                                hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>", name="answers"))
     if legend:  # one legend entry per answer, in its colour (the heatmap itself has no legend)
-        for answer in categories:
+        grey = [NO_READABLE] if any(a is None for label in labels for a in answers[label]) else []
+        for answer in categories + grey:
+            color = NO_ANSWER_COLOR if answer is NO_READABLE else color_of(colors, answer)
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(answer, 40),
-                                     marker=dict(symbol="square", size=14, color=color_of(colors, answer)),
+                                     marker=dict(symbol="square", size=14, color=color),
                                      hoverinfo="skip", showlegend=True))
     changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
                if f"R{c['round']}" in round_names and c["agent"] in labels]
@@ -402,9 +438,13 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
 
 
 def cell_color(trace: Any, row: int, col: int) -> str | None:
-    """The colour a timeline heatmap trace paints cell (row, col) with (None: empty cell)."""
+    """The colour a timeline heatmap trace paints cell (row, col) with (None: a cell without an
+    answer, drawn in NO_ANSWER_COLOR with the reason as its text)."""
     value = trace["z"][row][col]
-    return None if value is None else trace["colorscale"][2 * int(value)][1]
+    meta = trace["meta"]
+    if value is None or (meta and int(value) == meta[0]):
+        return None
+    return trace["colorscale"][2 * int(value)][1]
 
 
 # ----- files ---------------------------------------------------------------------------------------
@@ -434,10 +474,11 @@ def debate_figures(view: DebateView, report: dict[str, Any],
             "Answer similarity (SBERT)", "cosine similarity", "cosine: final answers and whole replies")),
         "plot_entropy": ("Entropy of answers", report_figure(
             report, entropy, "Entropy of answers", "bits",
-            "and log-likelihood of the reference" if referenced else "0 bits: every agent gives one answer")),
+            "readable answers; and log-likelihood" if referenced else "of readable answers; 0 bits: all agree",
+            readable=True)),
         "plot_agreement": ("Agreement", report_figure(
             report, {"all agree": "agree_all", "majority agrees": "agree_majority", "disagreement": "disagreement"},
-            "Agreement", "share", "share of agents, per round")),
+            "Agreement", "share", "share of agents, per round; unreadable agrees with none", readable=True)),
     }
     if referenced:
         charts["plot_accuracy"] = ("Accuracy", report_figure(

@@ -3,15 +3,18 @@ handout (Markdown, and a printable HTML page).
 
 What it is for:
   * `decision_texts(view)`: the decided answer (extracted) and the full text it came from;
-    `headline_answer`: that answer cut to a headline (the whole answer stays one click away);
+    `headline_answer`: that answer cut to a headline at a word, with … (`cut_words`; the whole
+    answer stays one click away);
   * `reference_agreement(view)`: whether the decision agrees with the reference answer, judged
     with the debate's answer type (mad_core/tasks/answer_types.py: "B" and "(B) Paris" are one
     choice, "0.5" and "1/2" one number), never a plain string compare;
   * `handout_markdown(store, debate_id)` and `handout_html(store, debate_id)`: the question, the
     decision, the votes, the transcript round by round (moderator messages in place), the
-    annotations under their turns, and the charts as images.
+    annotations under their turns, and the charts as images, each with a caption saying how to
+    read it on paper (`PRINT_CAPTIONS`: not its title again, nothing about hovering).
 
-The HTML page is self-contained and printable (A4, a page break before each round) and holds no
+The HTML page is self-contained and printable (A4, a page break before each round, each chart and
+its caption one inline block that a page break cannot split) and holds no
 script at all: its Content-Security-Policy allows no script either, and the charts are static
 images (SVG drawn by plotly through kaleido with Debian's Chromium, embedded as data: URIs; an
 <img> never runs what an SVG holds); they are the app's own figures (mad_core/figures.py: the
@@ -45,6 +48,22 @@ from .view import DISCUSSION_KINDS, DebateView
 IMAGE_WIDTH_PX = 760  # a wide chart: an A4 page's text width
 HALF_WIDTH_PX = 480  # a line chart: half the page (drawn wider than it prints so its text stays legible)
 WIDE_CHARTS = ("Votes", "Answer timeline")  # charts given the page's whole width
+# What each chart shows, under it on paper (its title is in the image: the caption says how to read it).
+PRINT_CAPTIONS = {
+    "plot_diversity": "How alike the agents' answers are in each round: the cosine similarity of their sentence "
+                      "embeddings (SBERT), for the final answers and for the whole replies. Higher = more alike.",
+    "plot_entropy": "How spread the readable answers are in each round: 0 bits when they are all the same, "
+                    "more when they differ; a round without a readable answer has no point.",
+    "plot_agreement": "In each round: whether all agents agree, whether at least half hold one answer, and the "
+                      "share of pairs of agents whose answers differ.",
+    "plot_accuracy": "In each round, whether the most common answer matches the reference: strict (all of it) "
+                     "and smooth (the share of its parts that are right).",
+    "plot_votes": "One bar per solution: how much support it got, coloured by its answer (the same colour as in "
+                  "the other charts).",
+    "plot_timeline": "One row per agent, one column per round, one colour per answer; a black frame marks an "
+                     "agent that changed its answer. The cells show the start of each answer: the whole answers "
+                     "are in the transcript below.",
+}
 IMAGE_TIMEOUT_S = 90.0  # the whole set of images (Chromium starts once: about 3 s, then ~0.3 s a chart)
 _IMAGE_LOCK = threading.Lock()  # one Chromium at a time on a small machine
 _COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -76,11 +95,26 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
 ANSWER_CHARS = 60  # a decision's headline answer: longer answers are cut, the whole one a click away
 
 
+VOTE_ANSWER_CHARS = 90  # an answer in the handout's vote table
+
+
+def cut_words(text: Any, limit: int) -> str:
+    """`text` with its whitespace folded, at most `limit` characters: a longer one is cut at the
+    last word boundary that fits and ends with … ("…but also" read as if the answer ended there);
+    a word longer than half the room (a 160-digit number) is cut inside."""
+    text = " ".join(str(text if text is not None else "").split())
+    if len(text) <= limit:
+        return text
+    room = text[:limit - 1]  # the … takes the last character
+    space = len(room) if text[limit - 1] == " " else room.rfind(" ")  # room ends a word / the last whole word
+    kept = room[:space] if space >= limit // 2 else room
+    return kept.rstrip(" ,;:.-–—") + "…"
+
+
 def headline_answer(answer: str) -> str:
-    """The decided answer as a headline (decision card, handout): whitespace folded, at most
-    ANSWER_CHARS characters, cut with … (a 160-digit number made a three-line heading)."""
-    text = " ".join(str(answer or "").split())
-    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS - 1].rstrip() + "…"
+    """The decided answer as a headline (decision card, handout, poll): whitespace folded, at most
+    ANSWER_CHARS characters, cut at a word with … (a 160-digit number made a three-line heading)."""
+    return cut_words(answer, ANSWER_CHARS)
 
 
 def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
@@ -167,9 +201,9 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
     notes = _notes(store, debate_id)
     answer, full = decision_texts(view)
     headline = headline_answer(answer)  # the decision's answer, cut to ANSWER_CHARS
-    charts = [(title, fig) for title, fig in figures.debate_figures(view, report).values() if fig is not None]
-    widths = [IMAGE_WIDTH_PX if title in WIDE_CHARTS else HALF_WIDTH_PX for title, _ in charts]
-    images, problem = figure_images([fig for _, fig in charts], image_format, widths) if image_format else ([], None)
+    charts = [(key, title, fig) for key, (title, fig) in figures.debate_figures(view, report).items() if fig is not None]
+    widths = [IMAGE_WIDTH_PX if title in WIDE_CHARTS else HALF_WIDTH_PX for _, title, _ in charts]
+    images, problem = figure_images([fig for _, _, fig in charts], image_format, widths) if image_format else ([], None)
     config = view.config or {}
     return {
         "question": record["question"], "task": config.get("task") or "", "id": debate_id,
@@ -182,7 +216,7 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
         "reference": config.get("reference") or "",
         "agreement": reference_agreement(view), "rounds": _rounds(view, notes, report),
         "challenges": view.challenges,
-        "images": [(title, data) for (title, _), data in zip(charts, images) if data],
+        "images": [(title, PRINT_CAPTIONS.get(key, ""), data) for (key, title, _), data in zip(charts, images) if data],
         "image_problem": problem,
         "tags": Counter(n["tag"] for turn_notes in notes.values() for n in turn_notes),
     }
@@ -193,9 +227,12 @@ def print_figure(fig: Any) -> go.Figure:
     """A copy of one of the app's figures (mad_core/figures.py, the same builders and answer ->
     colour map) as the handout draws it: plotly's white template for paper. Every colour that
     means something (a measure's line, an answer's cells and bars) is set in the figure itself,
-    so the template changes the background and grid only."""
+    so the template changes the background and grid only; a subtitle's hint to hover is dropped."""
     copy = go.Figure(fig)
     copy.update_layout(template="plotly_white")
+    subtitle = copy.layout.title.subtitle.text or ""
+    if "; hover" in subtitle:  # paper has no hover: the timeline's "; hover: whole answer" goes
+        copy.update_layout(title_subtitle_text=subtitle.split("; hover")[0])
     return copy
 
 
@@ -319,7 +356,7 @@ def _md_votes(r: dict[str, Any]) -> list[str]:
     tally = r.get("tally")
     if tally:
         lines.append(f"- **{_md_line(tally['unit'])}:** " + "; ".join(
-            f"{_md_line(label)}{' → ' + _md_line(answer) if answer else ''}: {count:g}"
+            f"{_md_line(label)}{' → ' + _md_line(cut_words(answer, VOTE_ANSWER_CHARS)) if answer else ''}: {count:g}"
             for label, answer, count in zip(tally["labels"], tally["answers"], tally["counts"])))
     lines += [f"- {_md_line(a)}" for a in r.get("attempts") or []]
     return lines
@@ -344,7 +381,7 @@ def _md_images(c: dict[str, Any]) -> list[str]:
         return [_md_line(c["image_problem"])]
     if not c["images"]:
         return ["(no charts: the debate has no complete round)"]
-    return [f"![{_md_line(title)}]({_data_uri(data, 'png')})\n" for title, data in c["images"]]
+    return [f"![{_md_line(title)}]({_data_uri(data, 'png')})\n\n*{_md_line(caption)}*\n" for title, caption, data in c["images"]]
 
 
 # ----- HTML ----------------------------------------------------------------------------------------
@@ -360,14 +397,17 @@ h3 { font-size: 12pt; margin: 0 0 1mm; } .facts { color: #444; font-size: 10pt; 
 .persona, .meta { color: #555; font-size: 9.5pt; } .note { font-size: 10pt; margin: 1mm 0; }
 .tag { border: 1px solid #888; border-radius: 3px; padding: 0 2mm; font-weight: bold; }
 table { border-collapse: collapse; font-size: 10pt; } td, th { border: 1px solid #bbb; padding: 1mm 2mm; }
-.grid { display: grid; grid-template-columns: 1fr 1fr; gap: 3mm; } .grid .wide { grid-column: 1 / -1; }
-figure { margin: 0; } figure img { width: 100%; height: auto; } figcaption { font-size: 9pt; color: #555; }
+.figures { font-size: 0; } /* two half-width charts side by side, a wide one alone (inline blocks) */
+figure.chart { display: inline-block; vertical-align: top; width: calc(50% - 2mm); margin: 0 0 4mm;
+  font-size: 10.5pt; break-inside: avoid; page-break-inside: avoid; }
+figure.chart:nth-child(odd of :not(.wide)) { margin-right: 4mm; } figure.chart.wide { width: 100%; margin-right: 0; }
+figure img { display: block; width: 100%; height: auto; } figcaption { font-size: 9pt; color: #555; margin-top: 1mm; }
 .yes { color: #1a7f37; font-weight: bold; } .no { color: #c62828; font-weight: bold; } .unsure { color: #8a6d00; }
 @page { size: A4; margin: 14mm 12mm; }
 @media print {
   body { padding: 0; max-width: none; }
   section.round { break-before: page; }
-  .turn, .steer, figure, table { break-inside: avoid; }
+  .turn, .steer, figure, table { break-inside: avoid; page-break-inside: avoid; }
   h2, h3 { break-after: avoid; }
 }
 """
@@ -408,11 +448,11 @@ def handout_html(store: Store, debate_id: str, *, embed: Any = None, images: boo
         parts.append(f"<p>{_e(c['image_problem'])}</p>")
     elif not c["images"]:
         parts.append("<p>(no charts: the debate has no complete round)</p>")
-    parts.append('<div class="grid">')
-    for title, data in c["images"]:
-        wide = ' class="wide"' if title in WIDE_CHARTS else ""
-        parts.append(f'<figure{wide}><img src="{_data_uri(data, "svg")}" alt="{_e(title)}">'
-                     f"<figcaption>{_e(title)}</figcaption></figure>")
+    parts.append('<div class="figures">')
+    for title, caption, data in c["images"]:  # a figure is one unbreakable box: its caption stays with it
+        wide = " wide" if title in WIDE_CHARTS else ""
+        parts.append(f'<figure class="chart{wide}"><img src="{_data_uri(data, "svg")}" alt="{_e(title)}">'
+                     f"<figcaption>{_e(caption)}</figcaption></figure>")
     parts.append("</div></section>")
     for r in c["rounds"]:
         parts.append(f'<section class="round"><h2>{_e(r["title"])}</h2>')
@@ -457,7 +497,7 @@ def _html_votes(r: dict[str, Any]) -> list[str]:
     tally = r.get("tally")
     if tally:
         out.append(f"<table><tr><th>solution</th><th>answer</th><th>{_e(tally['unit'])}</th></tr>" + "".join(
-            f"<tr><td>{_e(label)}</td><td>{_e(answer or '-')}</td><td>{count:g}</td></tr>"
+            f"<tr><td>{_e(label)}</td><td>{_e(cut_words(answer, VOTE_ANSWER_CHARS) or '-')}</td><td>{count:g}</td></tr>"
             for label, answer, count in zip(tally["labels"], tally["answers"], tally["counts"])) + "</table>")
     out += [f'<p class="meta">{_e(a)}</p>' for a in r.get("attempts") or []]
     return out

@@ -124,9 +124,14 @@ OUTCOMES: dict[str, str] = {
 }
 # Correctness filter: what `debate_correctness` says of a debate's decision against its reference.
 CORRECTNESS = ("correct", "incorrect", "no decision", "no reference", "reference unreadable")
-# The annotation export (`annotations_csv`): one row per annotation, its turn and the turn before it.
-ANNOTATION_COLUMNS = ("debate_id", "question", "turn_id", "round", "agent", "kind", "text", "previous_agent",
-                      "previous_text", "tag", "note", "annotator", "created_at")
+# The annotation export (`annotations_csv`): one row per annotation, its turn (where it stands: round,
+# `turn_seq` = its 0-based place in the debate, the N of a fork's "after turn N"; whether a fork copied
+# it from its parent) and what came just before it in the transcript (a turn, or a moderator message:
+# `previous_kind` "moderator message", `previous_agent` "Moderator", `previous_to` whom it addressed).
+ANNOTATION_COLUMNS = ("debate_id", "question", "turn_id", "round", "turn_seq", "agent", "kind", "copied_from_parent",
+                      "text", "previous_kind", "previous_agent", "previous_to", "previous_text", "tag", "note",
+                      "annotator", "created_at")
+MODERATOR_MESSAGE = "moderator message"  # `previous_kind` of a moderator message
 
 # Statuses a debate can be resumed from.
 RESUMABLE_STATUSES = ("interrupted", "stopped", "failed")
@@ -1059,30 +1064,52 @@ class Store:
     def annotations_csv(self, debate_id: str | None = None) -> str:
         """Annotations for inter-rater work, as CSV (ANNOTATION_COLUMNS; every cell `csv_safe`): one
         row per annotation of the debate (of the whole archive when `debate_id` is None), with its
-        turn's text and, as context, the text of the turn before it in the debate."""
+        turn's text and place, and as context what the transcript shows just before it: the turn
+        before it, or the moderator message in between (pause / resume / stop are skipped: they say
+        nothing to the agents)."""
         where, args = ("WHERE a.debate_id = ?", [debate_id]) if debate_id else ("", [])
         sql = ("SELECT a.*, d.question, d.created_at AS debate_created FROM annotations a "
                f"LEFT JOIN debates d ON d.id = a.debate_id {where} ORDER BY d.created_at, a.debate_id, a.id")
         notes = list(self.db.query(sql, args))
-        turns: dict[str, list[Turn]] = {}
+        places: dict[str, dict[str, dict[str, Any]]] = {}
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=ANNOTATION_COLUMNS)
         writer.writeheader()
         for note in notes:
-            if note["debate_id"] not in turns:
-                turns[note["debate_id"]] = self.turns(note["debate_id"])
-            listed = turns[note["debate_id"]]
-            k = next((i for i, t in enumerate(listed) if t.id == note["turn_id"]), None)
-            turn = listed[k] if k is not None else None
-            before = listed[k - 1] if k else None
+            if note["debate_id"] not in places:
+                places[note["debate_id"]] = self._turn_places(note["debate_id"])
+            place = places[note["debate_id"]].get(note["turn_id"], {})
             row = {"debate_id": note["debate_id"], "question": note["question"], "turn_id": note["turn_id"],
-                   "round": turn.round if turn else "", "agent": turn.agent if turn else "",
-                   "kind": turn.kind if turn else "", "text": turn.content if turn else "",
-                   "previous_agent": before.agent if before else "", "previous_text": before.content if before else "",
+                   **place,
                    "tag": note["tag"], "note": note["note"] or "", "annotator": note.get("annotator") or "",
                    "created_at": _iso_time(note["created_at"])}
-            writer.writerow({key: csv_safe(value) for key, value in row.items()})
+            writer.writerow({key: csv_safe(row.get(key, "")) for key in ANNOTATION_COLUMNS})
         return out.getvalue()
+
+    def _turn_places(self, debate_id: str) -> dict[str, dict[str, Any]]:
+        """turn id -> its annotation-CSV columns (turn and context), in the transcript's own order
+        (`DebateView.timeline`, the order the Transcripts page draws: turns and moderator messages)."""
+        from .view import DebateView  # here: view.py reads the store's rows (no import cycle at load)
+
+        if self.get_debate(debate_id) is None:
+            return {}
+        view = DebateView.from_store(self, debate_id)
+        places: dict[str, dict[str, Any]] = {}
+        before: dict[str, Any] = {}
+        for kind, item in view.timeline:
+            if kind == "steer":
+                if item.action == "message":
+                    before = {"previous_kind": MODERATOR_MESSAGE, "previous_agent": "Moderator",
+                              "previous_to": ", ".join(item.targets) if item.targets else "all agents",
+                              "previous_text": item.message or ""}
+                continue
+            turn = view.turns[view.turn_index(item)]
+            places[turn.id] = {"round": turn.round, "turn_seq": "" if turn.seq is None else turn.seq,
+                               "agent": turn.agent, "kind": turn.kind, "text": turn.text,
+                               "copied_from_parent": "yes" if view.from_parent(turn) else "no", **before}
+            before = {"previous_kind": turn.kind, "previous_agent": turn.agent, "previous_to": "",
+                      "previous_text": turn.text}
+        return places
 
     def tags_of_debates(self, debate_ids: list[str]) -> dict[str, list[str]]:
         """debate id -> the distinct tags on its turns, by name (debates without any are left out)."""

@@ -2,6 +2,11 @@
 debate (transcript with annotations and fork buttons, plots, config, exports, resume) and its
 replay (madlab_ui/replay.py: while replaying, the decision, reference, plots follow the replay).
 
+The opened debate is kept in the URL (`?open=<id>`, `opened_debate`): a reload or a pasted link opens
+it again. (Not `debate=`: every page reads that one as the Debate page's watched debate.) While a
+debate is open, the list folds into the `debate_list_box` expander (collapsed by each Open) under a
+`back_to_list` button, so the opened debate's title (`debate_title`) is in view at 1280x720.
+
 Keys: `reattach_<id8>`, `search`, `status_filter`, `protocol_filter` (and codebook.py's `tag_filter`,
 `model_filter`, `outcome_filter`, `correctness_filter`), `debate_list`, `open_<id8>`, `parent_<id8>`
 (a fork's row: open its parent), `open_parent` (the opened fork's),
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 import streamlit as st
@@ -30,6 +36,59 @@ from .common import (DEBATE_ID, DEBATE_PAGE, FORK_REQUEST, OPEN_DEBATE, id8, md_
                      short, when)
 
 TAGS = list(DEFAULT_TAGS)  # the tags a new codebook starts with (the codebook itself is in the store)
+OPEN_PARAM = "open"  # URL parameter: the debate opened on the Transcripts page
+LIST_BOX = "debate_list_box"  # the expander the list folds into while a debate is open (its state: open?)
+LIST_HEIGHT_PX = 400  # the list's scroll box: about four rows (at 1280x720 the page then scrolls < 320 px)
+LIST_ROWS_UNBOXED = 3  # up to this many rows the list is drawn as it is
+_DEBATE_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
+
+
+# ----- which debate is open ---------------------------------------------------------------------
+def opened_debate() -> str | None:
+    """The debate opened on the Transcripts page, kept in the URL (`?open=<id>`): a new session (a
+    reload, a pasted link) opens the URL's debate; afterwards the session says and the URL follows."""
+    state = st.session_state
+    if OPEN_DEBATE not in state:
+        wanted = st.query_params.get(OPEN_PARAM)
+        state[OPEN_DEBATE] = wanted if isinstance(wanted, str) and _DEBATE_ID.fullmatch(wanted) else None
+    opened = state.get(OPEN_DEBATE)
+    if opened and st.query_params.get(OPEN_PARAM) != opened:
+        st.query_params[OPEN_PARAM] = opened
+    elif not opened and OPEN_PARAM in st.query_params:
+        del st.query_params[OPEN_PARAM]
+    return opened
+
+
+def open_debate(debate_id: str) -> None:
+    """Open a debate (a click callback of the list's Open and the Parent buttons): the list folds
+    away (its expander collapsed), so the debate's title is drawn near the top. The click's rerun
+    keeps the page's scroll position, which the list's own scroll box keeps small (`render_list`)."""
+    st.session_state[OPEN_DEBATE] = debate_id
+    st.session_state[LIST_BOX] = False
+    replay.end()
+
+
+def _close() -> None:
+    st.session_state[OPEN_DEBATE] = None
+    replay.end()
+
+
+def render_page() -> None:
+    """The Transcripts page below its title: the list (running debates, stored ones) with the codebook,
+    or, while a debate is open, a "Back to the list" button, the list folded in an expander, the
+    codebook, then the debate."""
+    opened = opened_debate()
+    if not opened:
+        render_running()
+        codebook.render_codebook(None)  # the shared tags, who annotates, the annotation CSVs
+        render_list()
+        return
+    st.button("Back to the list", key="back_to_list", icon=":material/arrow_back:", on_click=_close)
+    with st.expander("Debates · search, filters, open another", key=LIST_BOX, on_change="rerun"):
+        render_running()  # drawn even when folded: the list's search and filters keep their values
+        render_list()
+    codebook.render_codebook(opened)
+    render_debate(opened)
 
 
 # ----- lists ------------------------------------------------------------------------------------
@@ -72,7 +131,10 @@ def render_list() -> None:
     tags = store.tags_of_debates([row["id"] for row in rows])
     matches = store.search_matches(search, [row["id"] for row in rows]) if search else {}
     colours = codebook.colour_map()
-    with st.container(key="debate_list"):
+    # The rows scroll in their own box: the page itself stays short, so the page is never scrolled far
+    # when Open is clicked, and the opened debate's title (drawn where the list was) is in view.
+    height = LIST_HEIGHT_PX if len(rows) > LIST_ROWS_UNBOXED else "content"
+    with st.container(key="debate_list", height=height):
         if not rows:
             filtered = search or status or protocol or any(filters.values())
             st.caption("No debates match." if filtered else "No debates stored yet.")
@@ -90,11 +152,9 @@ def render_list() -> None:
                 if row["id"] in matches:
                     with left.container(key=f"match_{id8(row['id'])}"):
                         st.caption(match_line(matches[row["id"]]))
-                codebook.parent_button(row, f"parent_{id8(row['id'])}", right, then=replay.end, compact=True)
-                if right.button("Open", key=f"open_{id8(row['id'])}", width="stretch"):
-                    st.session_state[OPEN_DEBATE] = row["id"]
-                    replay.end()
-                    st.rerun()
+                codebook.parent_button(row, f"parent_{id8(row['id'])}", right, compact=True, on_open=open_debate)
+                right.button("Open", key=f"open_{id8(row['id'])}", width="stretch", on_click=open_debate,
+                             args=(row["id"],))
 
 
 def _outcome(store, row: dict) -> str:
@@ -120,18 +180,19 @@ def render_debate(debate_id: str) -> None:
     record = store.get_debate(debate_id)
     if record is None:
         st.warning(f"Debate {id8(debate_id)} is not in the store.")
-        st.session_state.pop(OPEN_DEBATE, None)
+        _close()
         return
     view = DebateView.from_store(store, debate_id)
     reveal_key = f"reveal_{debate_id}"
     st.divider()
-    st.header(short(record["question"], 160))
+    with st.container(key="debate_title"):
+        st.header(short(record["question"], 160))
     facts = [f"`{debate_id}`", f"**{record['status']}**", when(record.get("created_at")),
              md_escape(record["protocol"]), md_escape(record["paradigm"])]
     if record.get("parent_id"):
         facts.append(f"↩️ {md_escape(codebook.fork_label(record))}")
     st.markdown(" · ".join(facts))
-    codebook.parent_button(record, "open_parent", then=replay.end)
+    codebook.parent_button(record, "open_parent", on_open=open_debate)
     _actions(store, record)
     shown = replay.render(debate_id, view)  # while replaying: the replayed part only (no spoilers)
     transcript.render_decision(shown)

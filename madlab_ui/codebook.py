@@ -79,18 +79,21 @@ def open_in_transcripts(debate_id: str) -> None:
 
 
 def parent_button(row: dict[str, Any], key: str, container: Any = st, *, switch: bool = False,
-                  then: Callable[[], None] | None = None, compact: bool = False) -> None:
+                  on_open: Callable[[str], None] | None = None, compact: bool = False) -> None:
     """A button that opens a fork's parent on the Transcripts page (nothing for a debate that is no
-    fork); `then` runs before the page reruns (or `switch`es to the Transcripts page). `compact`:
-    labelled "Parent" only (a narrow column; the fork's caption names the parent)."""
+    fork): through `on_open(parent id)`, a click callback, when given (the Transcripts page's own);
+    else it opens it and reruns (or `switch`es to the Transcripts page). `compact`: labelled
+    "Parent" only (a narrow column; the fork's caption names the parent)."""
     if not row.get("parent_id"):
         return
     label = "Parent" if compact else f"Parent {id8(row['parent_id'])}"
-    if container.button(label, key=key, icon="↩️", width="stretch",
-                        help=f"Open debate {id8(row['parent_id'])}, which this one was forked from"):
+    help_ = f"Open debate {id8(row['parent_id'])}, which this one was forked from"
+    if on_open is not None:
+        container.button(label, key=key, icon="↩️", width="stretch", help=help_, on_click=on_open,
+                         args=(row["parent_id"],))
+        return
+    if container.button(label, key=key, icon="↩️", width="stretch", help=help_):
         open_in_transcripts(row["parent_id"])
-        if then is not None:
-            then()
         if switch:
             st.switch_page(TRANSCRIPTS_PAGE)
         st.rerun()

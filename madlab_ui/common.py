@@ -104,6 +104,30 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text or "")).replace("\n", " ")
 
 
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def model_markdown(text: str | None) -> str:
+    """Model (or moderator) text for st.markdown with its single line breaks kept: Markdown joins
+    a line to the next ("...in future\nThe correct answer" read "...in future The correct answer"),
+    so every line followed by another non-empty line ends in a hard break (two spaces). Fenced code
+    is left as it is (its lines are kept anyway). HTML stays disabled: this only adds spaces."""
+    lines = str(text or "").split("\n")
+    fence = ""
+    for i, line in enumerate(lines[:-1]):
+        opened = _FENCE.match(line)
+        if fence:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        if line.strip() and lines[i + 1].strip() and not line.endswith(("  ", "\\")):
+            lines[i] = line.rstrip() + "  "
+    return "\n".join(lines)
+
+
 def short(text: str | None, limit: int = 80) -> str:
     text = " ".join(str(text or "").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

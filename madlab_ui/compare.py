@@ -5,7 +5,8 @@ the phase (setup, discussion, summary, extraction, voting, judge, challenge), th
 position in its debate's configuration, then its label), then how many times that agent already
 spoke in that phase: never the order in which concurrent calls happened to finish. So a row holds
 the same agent's turn of the same phase in both columns, or one side only; never two agents.
-A round's ballots make one compact row (`ballot_lines`: one line per voter). A moderator action
+A round's ballots make one compact row (`ballot_lines`: one line per voter, a single-choice ballot
+in the votes chart's words, `ballot_words`: "Solution 2 (Agent 2) → no"). A moderator action
 sits in its debate's column just before the turn that followed it (the first turn it could reach),
 or at the end of the last round when nothing followed.
 
@@ -91,6 +92,18 @@ def side_rows(views: dict[str, DebateView]) -> dict[int, list[dict[str, Item]]]:
         rows.setdefault(key[0], []).append({side: side_cells[key] for side, side_cells in cells.items()
                                             if key in side_cells})
     return rows
+
+
+def ballot_words(ballot: Any, tally: dict[str, Any] | None, describe: Any) -> str:
+    """A valid ballot as the votes chart words its bar: a single choice is the chart's label and the
+    answer it read ("Solution 2 (Agent 2) → no"; `tally`: the round's `figures.vote_rounds` item);
+    a ranking, points, or a round the chart lacks: `describe(ballot)` (the transcript's wording)."""
+    labels = (tally or {}).get("labels") or []
+    if isinstance(ballot, bool) or not isinstance(ballot, int) or not 0 <= ballot < len(labels):
+        return describe(ballot)
+    answers = tally.get("answers") or []
+    answer = answers[ballot] if ballot < len(answers) else None
+    return f"{labels[ballot]} → {answer}" if answer else str(labels[ballot])
 
 
 def ballot_lines(view: DebateView, rnd: int, describe: Any, problem: Any) -> list[tuple[str, str, list[str]]]:

@@ -1,11 +1,14 @@
 """The debate form: widgets keyed by the UI contract, presets, validation errors, Start.
 
-The form's state lives in `st.session_state` under the widget keys (never passed as `value=`),
+The form's state lives in `st.session_state` under the widget keys (never passed as `value=`; every
+field with `persist_state="session"`, and `keep_form_state` on every page, so another page and back keeps it),
 so presets and forks fill it by writing those keys before the widgets are drawn, and every widget
 is bound to its key: what the user sees is what Start validates. Validation is the engine's
 (`DebateConfig.problems`, the rules of `DebateConfig.validate`): at Start every problem is found,
-each shown right under the field it names (a container keyed `error_<widget key>`) and all of
-them, by the field's label, in a summary right above Start (keyed `form_errors`); nothing starts
+each shown right under the field it names (a container keyed `error_<widget key>`) and, in one
+line right above Start (keyed `form_errors`), the labels of those fields in the form's order (a short
+line: the form's box keeps its height at 1280x720). A rule over a field that is wrong itself (max_rounds
+>= rounds while rounds is out of range) is not reported: only the first cause is. Nothing starts
 while there is one, and they are checked again on every run until fixed. Number fields take what
 is typed (no widget bounds that would silently keep the old value): validation refuses it by name.
 Start is disabled while this session's debate runs. "Suggest expert personas" asks the first
@@ -49,8 +52,11 @@ from mad_core.personas import generate_personas as generate_personas_for
 from mad_core.presets import load_presets
 
 from .common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, owner_id
+from .session_memory import KEPT
 
 MAX_AGENTS = 12  # seed 003 runs 10 agents
+# Every field keeps its value while another page is shown (Streamlit 1.67's `persist_state`): see keep_form_state.
+PERSIST = "session"
 FORM_ERROR = "form_error"  # session key: [(widget key, field label, message)] of the problems shown
 FORM_LIVE = "form_live"  # session key: the problems shown came from validation: check them again each run
 PERSONA_ERROR = "persona_error"
@@ -85,6 +91,13 @@ KKS_PARADIGM = "kks_per_player"  # seed 001's per-player Knight-Knave-Spy debate
 KKS_DEFAULT_PLAYERS = 5
 TFT_NONE = -1  # the tit-for-tat selectbox's "None" (a None option would read as "nothing chosen")
 CUSTOM_GRAPH = "custom"  # the connectivity selectbox's value for a mapping set by a preset or fork
+
+# The widgets that can carry an error, top to bottom as the form draws them (an agent's fields follow n_agents).
+FORM_ORDER = ["preset", "question", "task", "reference", "answer_type", "answer_options", "kks_players", "n_agents",
+              "max_tokens", "paradigm", "response_generator", "tit_for_tat", "ordering", "kks_depth", "kks_order",
+              "supervisor_model", "connectivity", "summarizer_model", "rounds", "max_rounds", "memory_window", "seed",
+              "aad", "protocol", "consensus_threshold", "cumulative_points", "judge_model", "extract_final_answers",
+              "judge_adaptive_break", "auto_personas", "debate_subrounds", "vote_retries", "form"]
 
 # Widget key -> its label (the error summary names a field by its label, up to any "(...)").
 LABELS = {
@@ -131,9 +144,16 @@ def form_defaults() -> dict[str, Any]:
 
 
 def keep_form_state() -> None:
-    """Keep the form's values while another page is shown (Streamlit drops unrendered widgets' state)."""
+    """Keep the form's values while another page is shown: every full run writes them under their keys
+    (Streamlit drops an unrendered widget's state otherwise). A key Streamlit dropped before this run could
+    keep it gets the session's last value back (`session_memory.KEPT`), never the default: on a page switch
+    Streamlit keeps only the widgets the browser's rerun request names, and a request sent while the Debate
+    page's live fragments refresh names none of the form's, so the form was emptied by a visit to another
+    page while a debate ran."""
+    state = st.session_state
+    last = state.get(KEPT) or {}
     for key, value in form_defaults().items():
-        st.session_state[key] = st.session_state.get(key, value)
+        state[key] = state[key] if key in state else last.get(key, value)
 
 
 # ----- config <-> form ------------------------------------------------------------------------
@@ -248,10 +268,22 @@ def problems(state=None) -> list[tuple[str, str, str]]:
     if int(state["n_agents"] or 0) > MAX_AGENTS:  # the form's own limit (a config file may have more)
         found.append(("n_agents", label_of("n_agents"), f"the form shows at most {MAX_AGENTS} agents, "
                                                         f"got {state['n_agents']}"))
-    for exc in DebateConfig.problems(form_config(state)):
+    errors = DebateConfig.problems(form_config(state))
+    at_fault = {exc.field for exc in errors}
+    for exc in errors:
+        if any(other != exc.field and re.search(rf"\b{re.escape(other)}\b", exc.message) for other in at_fault):
+            continue  # a rule over another field that is wrong itself (max_rounds >= rounds): its first cause only
         key = widget_for(exc.field)
         found.append((key, label_of(key) if key != "form" else exc.field, exc.message))
-    return found
+    return sorted(found, key=lambda problem: _form_position(problem[0]))
+
+
+def _form_position(key: str) -> int:
+    """Where the widget `key` is in the form, top to bottom (the summary lists the fields in this order)."""
+    cut = FORM_ORDER.index("n_agents") + 1
+    order = FORM_ORDER[:cut] + [pattern.format(i=i) for i in range(MAX_AGENTS) for pattern in AGENT_KEYS.values()] \
+        + FORM_ORDER[cut:]
+    return order.index(key) if key in order else len(order)
 
 
 def show_errors(errors: list[tuple[str, str, str]], recheck: bool = False) -> None:
@@ -279,9 +311,9 @@ def error_summary() -> None:
     errors = st.session_state.get(FORM_ERROR) or []
     if not errors:
         return
-    with st.container(key="form_errors"):
-        noun = "this problem" if len(errors) == 1 else f"these {len(errors)} problems"
-        st.error("  \n".join([f"Not started: fix {noun}."] + [f"{label}: {message}" for _, label, message in errors]))
+    with st.container(key="form_errors"):  # one short line: the messages are beside their fields
+        fields = ", ".join(dict.fromkeys(md_escape(label) for _, label, _ in errors))
+        st.error(f"Not started: fix {fields} (each says why beside it).", icon="⚠️")
 
 
 def session_debate_running() -> bool:
@@ -384,7 +416,9 @@ def _render_preset_note(chosen: str, presets: dict[str, Any], changed: list[str]
     with st.container(key="preset_note"):
         st.caption(f"Source: {presets[chosen]['source']}")
         if st.session_state.get("question") != st.session_state.get(PRESET_QUESTION):
-            cleared = st.session_state.get(PRESET_CLEARED) or []
+            blank = form_defaults()  # a cleared field the user has filled since is theirs: not said to be cleared
+            cleared = [key for key in st.session_state.get(PRESET_CLEARED) or []
+                       if st.session_state.get(key) == blank[key]]
             if cleared:
                 st.caption(f"The question is yours: what the preset set for its example question is cleared "
                            f"({_changed_names(cleared).lower()}).")
@@ -494,7 +528,7 @@ def _doc(kind: str, name: str | None) -> str:
 
 def _choice(kind: str, key: str) -> None:
     """A component picker with the description of the option now chosen (the widget's own value)."""
-    chosen = st.selectbox(LABELS[key], registry.names(kind), key=key)
+    chosen = st.selectbox(LABELS[key], registry.names(kind), key=key, persist_state=PERSIST)
     with st.container(key=f"{key}_doc"):
         st.caption(_doc(kind, chosen))
     error_slot(key)
@@ -555,30 +589,32 @@ def _render_fields() -> None:
     # What was changed goes in the label, never in the options' texts: Streamlit 1.67 sends a selectbox's
     # value as its option's text, so a text that changed between runs would lose the choice.
     label = f"Preset (changed: {_changed_names(changed, 2)})" if changed else "Preset"
-    chosen = st.selectbox(label, [""] + list(presets), key="preset", on_change=_on_preset,
+    chosen = st.selectbox(label, [""] + list(presets), key="preset", persist_state=PERSIST, on_change=_on_preset,
                           format_func=lambda p: presets[p]["title"] if p in presets else "(none: fill in yourself)")
     if chosen in presets:
         _render_preset_note(chosen, presets, changed)
     # height="content": a fixed-height text_area collapses to 0 px inside a scrolling container (Streamlit 1.67).
-    st.text_area(LABELS["question"], key="question", height="content", placeholder="What should the agents answer?")
+    st.text_area(LABELS["question"], key="question", persist_state=PERSIST, height="content",
+                 placeholder="What should the agents answer?")
     error_slot("question")
-    st.text_input(LABELS["task"], key="task", placeholder="e.g. Answer with the letter only.")
+    st.text_input(LABELS["task"], key="task", persist_state=PERSIST, placeholder="e.g. Answer with the letter only.")
     error_slot("task")
     _render_reference()
-    st.selectbox(LABELS["answer_type"], list(ANSWER_KINDS), key="answer_type", format_func=lambda k: ANSWER_KINDS[k])
+    st.selectbox(LABELS["answer_type"], list(ANSWER_KINDS), key="answer_type", persist_state=PERSIST,
+                 format_func=lambda k: ANSWER_KINDS[k])
     error_slot("answer_type")
-    st.text_area(LABELS["answer_options"], key="answer_options", height="content")
+    st.text_area(LABELS["answer_options"], key="answer_options", persist_state=PERSIST, height="content")
     error_slot("answer_options")
     left, middle, right = st.columns([2, 2, 3], vertical_alignment="bottom")
-    left.number_input(LABELS["kks_players"], step=1, key="kks_players")
-    middle.number_input(LABELS["kks_seed"], step=1, key="kks_seed")
-    right.button("Generate a Knight-Knave-Spy puzzle", key="generate_kks", on_click=generate_kks_puzzle,
-                 help="Fills the question, the reference (its unique solution), the answer type and the "
-                      "player names, and selects seed 001's per-player debate.")
+    left.number_input(LABELS["kks_players"], step=1, key="kks_players", persist_state=PERSIST)
+    middle.number_input(LABELS["kks_seed"], step=1, key="kks_seed", persist_state=PERSIST)
+    right.button("New puzzle", key="generate_kks", on_click=generate_kks_puzzle,
+                 help="Generates a Knight-Knave-Spy puzzle: fills the question, the reference (its unique "
+                      "solution), the answer type and the player names, and selects seed 001's per-player debate.")
     error_slot("kks_players")
 
     st.subheader("Agents")
-    n = st.number_input(LABELS["n_agents"], step=1, key="n_agents")
+    n = st.number_input(LABELS["n_agents"], step=1, key="n_agents", persist_state=PERSIST)
     error_slot("n_agents")
     st.button("Suggest expert personas", key="generate_personas", on_click=generate_personas,
               help="Asks the first agent's model for one short expert persona per agent, for this question.")
@@ -592,7 +628,7 @@ def _render_fields() -> None:
     st.subheader("Discussion")
     _choice("paradigm", "paradigm")
     _choice("response_generator", "response_generator")
-    level = st.selectbox(LABELS["tit_for_tat"], [TFT_NONE, 0, 1, 2, 3], key="tit_for_tat",
+    level = st.selectbox(LABELS["tit_for_tat"], [TFT_NONE, 0, 1, 2, 3], key="tit_for_tat", persist_state=PERSIST,
                          format_func=_tit_for_tat_label)
     st.caption("No instruction about disagreeing (two-sided debates use level 2)." if level == TFT_NONE
                else f"Every agent is told: {prompts.TIT_FOR_TAT[level]}")
@@ -609,10 +645,10 @@ def _render_fields() -> None:
     with right:
         _number("max_rounds")
         _number("seed")
-    st.checkbox(LABELS["aad"], key="aad")
+    st.checkbox(LABELS["aad"], key="aad", persist_state=PERSIST)
     error_slot("aad")
     for key in ("confidence", "confidence_visible", "challenge"):
-        st.checkbox(LABELS[key], key=key)
+        st.checkbox(LABELS[key], key=key, persist_state=PERSIST)
 
     st.subheader("Decision")
     _choice("protocol", "protocol")
@@ -624,28 +660,28 @@ def _render_fields() -> None:
     _model_choice("judge_model")
     with st.expander("Advanced", key="advanced"):
         for key in ("extract_final_answers", "judge_adaptive_break", "auto_personas"):
-            st.checkbox(LABELS[key], key=key)
+            st.checkbox(LABELS[key], key=key, persist_state=PERSIST)
         _number("debate_subrounds")
         _number("vote_retries")
 
 
 def _number(key: str, step: int | float = 1) -> None:
     """A number field that takes whatever is typed (no bounds: validation names a bad value), its error under it."""
-    st.number_input(LABELS[key], step=step, key=key)
+    st.number_input(LABELS[key], step=step, key=key, persist_state=PERSIST)
     error_slot(key)
 
 
 def _model_choice(key: str) -> None:
     """An optional model (empty: the first agent's), any litellm name typed, its error under it."""
-    st.selectbox(LABELS[key], [""] + _model_options(st.session_state.get(key)), key=key, accept_new_options=True,
-                 format_func=lambda m: m or "(same as the first agent)")
+    st.selectbox(LABELS[key], [""] + _model_options(st.session_state.get(key)), key=key, persist_state=PERSIST,
+                 accept_new_options=True, format_func=lambda m: m or "(same as the first agent)")
     error_slot(key)
 
 
 def _render_reference() -> None:
     """The reference answer: masked unless "show" is ticked (see the module docstring for why not a password input)."""
-    st.text_input(LABELS["reference"], key="reference")
-    if not st.checkbox("Show the reference answer", key="show_reference"):
+    st.text_input(LABELS["reference"], key="reference", persist_state=PERSIST)
+    if not st.checkbox("Show the reference answer", key="show_reference", persist_state=PERSIST):
         st.html(MASK_REFERENCE)
     error_slot("reference")
 
@@ -657,8 +693,8 @@ def _render_kks_fields() -> None:
                    "debate and a self-adjustment, then final assignments and a per-player vote. It runs "
                    "players + 2 rounds, whatever the round fields say.")
         left, right = st.columns(2)
-        left.number_input(LABELS["kks_depth"], step=1, key="kks_depth")
-        right.selectbox(LABELS["kks_order"], ["fixed", "agreed"], key="kks_order",
+        left.number_input(LABELS["kks_depth"], step=1, key="kks_depth", persist_state=PERSIST)
+        right.selectbox(LABELS["kks_order"], ["fixed", "agreed"], key="kks_order", persist_state=PERSIST,
                         format_func=lambda o: {"fixed": "fixed (the puzzle's order)",
                                                "agreed": "agreed by the agents"}[o])
         error_slot("kks_depth")
@@ -672,7 +708,7 @@ def _render_connectivity() -> None:
     options = list(CONNECTIVITY_NAMES) + ([CUSTOM_GRAPH] if isinstance(custom, dict) else [])
     if st.session_state.get("connectivity") not in options:
         st.session_state["connectivity"] = "full"
-    st.selectbox(LABELS["connectivity"], options, key="connectivity",
+    st.selectbox(LABELS["connectivity"], options, key="connectivity", persist_state=PERSIST,
                  help="full: every agent sees every other; ring: each agent sees its two neighbours "
                       "in the configured agent order (seed 003's sparse connectivity).")
     if st.session_state["connectivity"] == CUSTOM_GRAPH:
@@ -685,15 +721,17 @@ def _render_agent(i: int) -> None:
     with st.container(border=True):
         left, right = st.columns([2, 3])
         with left:
-            st.text_input(label_of(keys["label"]), key=keys["label"])
+            st.text_input(label_of(keys["label"]), key=keys["label"], persist_state=PERSIST)
         with right:
             st.selectbox(label_of(keys["model"]), _model_options(st.session_state.get(keys["model"])),
-                         key=keys["model"], accept_new_options=True,
+                         key=keys["model"], persist_state=PERSIST, accept_new_options=True,
                          help="Any litellm model name (provider/model) can be typed; the Models page lists the "
                               "providers.")
         error_slot(keys["label"])
         error_slot(keys["model"])
-        st.text_input(label_of(keys["persona"]), key=keys["persona"], placeholder="optional: who this agent is")
+        st.text_input(label_of(keys["persona"]), key=keys["persona"], persist_state=PERSIST,
+                      placeholder="optional: who this agent is")
         error_slot(keys["persona"])
-        st.slider(label_of(keys["temperature"]), 0.0, 2.0, step=0.05, key=keys["temperature"])
+        st.slider(label_of(keys["temperature"]), 0.0, 2.0, step=0.05, key=keys["temperature"], persist_state=PERSIST)
         error_slot(keys["temperature"])
+

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import Counter
 from typing import Any
 
 import plotly.graph_objects as go
@@ -114,10 +115,16 @@ def entropy_series(view: DebateView) -> list[tuple[int, float]]:
     return figures.round_series(debate_metrics(view), "entropy")
 
 
-def agreement_series(view: DebateView) -> list[tuple[int, float]]:
-    """Share of agents holding the most common answer in each complete round."""
-    done = complete_rounds(view)
-    return [(rnd, metrics.agreement(list(a.values()))) for rnd, a in view.answers_by_round() if rnd in done]
+def agreement_series(view: DebateView) -> list[tuple[int, float | None]]:
+    """Share of agents holding the most common answer in each complete round, answers read with the
+    debate's answer type (the report's): an unreadable answer holds none; None (a gap) for a round
+    without any readable answer."""
+    out = []
+    for row in debate_metrics(view).get("rounds") or []:
+        answers = list((row.get("answers") or {}).values())
+        held = Counter(a for a in answers if a is not None)
+        out.append((row["round"], max(held.values()) / len(answers) if held else None))
+    return out
 
 
 # ----- rendering ------------------------------------------------------------------------------

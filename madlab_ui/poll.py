@@ -11,7 +11,9 @@ students open on their own devices (`/Poll?poll=<id>`).
   while open and, only after the reveal, the counts in one line and who predicted right
   (`poll_results`). It refreshes itself every POLL_REFRESH_S (students vote from elsewhere).
 - Student page: `poll_id_input` when the URL has no poll, `poll_debate_question`, `poll_voter` (name; empty = this
-  device's token), `poll_choice`, `poll_predict`, `poll_mine` (your prediction), `poll_results`.
+  device's token), `poll_choice`, `poll_predict`, `poll_mine` (your prediction), `poll_results` (after the
+  reveal: `poll_decision`, what the debate decided, then the table where every answer's decision cell says
+  whether it is the decision, and a row for the decided answer when it is none of the poll's answers).
 
 Counts are never drawn before the reveal: `mad_core.polls.results` does not even return them.
 What it must not do: write the store except through `mad_core.polls`, or render user or model
@@ -23,10 +25,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import streamlit as st
 
-from mad_core import polls
+from mad_core import handout, polls
 from mad_core.polls import PollError
 from mad_core.view import DebateView
 
+from . import network
 from .common import POLL_VOTER, md_escape, open_store, owner_id
 
 POLL_REFRESH_S = 2.0
@@ -42,14 +45,21 @@ def current_poll(store, debate_id: str) -> dict | None:
 
 def poll_url(poll_id: str) -> str:
     """The plain link students type: this server, the Poll page, the poll id (no session token)."""
+    return poll_link(poll_id)[0]
+
+
+def poll_link(poll_id: str) -> tuple[str, bool]:
+    """(poll_url, whether a student's device can follow it): a teacher's localhost address becomes
+    this machine's network address (`madlab_ui.network`), as Streamlit's own "Network URL"."""
     try:
         here = urlsplit(st.context.url or "")
     except Exception:  # noqa: BLE001 - no browser context (tests): a relative link still works
         here = None
     if not here or not here.netloc:
-        return f"/{POLL_PAGE}?poll={poll_id}"
+        return f"/{POLL_PAGE}?poll={poll_id}", True
     base = here.path.rsplit("/", 1)[0] if here.path.count("/") > 1 else ""
-    return urlunsplit((here.scheme, here.netloc, f"{base}/{POLL_PAGE}", f"poll={poll_id}", ""))
+    netloc, reachable = network.student_netloc(here.netloc)
+    return urlunsplit((here.scheme, netloc, f"{base}/{POLL_PAGE}", f"poll={poll_id}", "")), reachable
 
 
 def _notice() -> None:
@@ -125,23 +135,46 @@ def render_teacher(debate_id: str, view: DebateView) -> None:
 
 
 # ----- results (stage and student page) ---------------------------------------------------------
+DECIDED_MARK = "✅ the decision"
+NOT_DECIDED_MARK = "✗ not the decision"
+
+
+def decided_line(result: dict) -> str:
+    """What the debate decided, in one markdown line (its answer cut to a headline), and whether
+    it is one of the poll's answers."""
+    decision = result["decision"]
+    if decision is None:
+        return "**No decision** was reached: nobody predicted right."
+    matched = any(polls.matches(option, decision) for option in result["counts"])
+    return (f"**The debate decided:** {md_escape(handout.headline_answer(decision)) or '(an empty answer)'}"
+            + ("" if matched else " (none of the poll's answers)"))
+
+
 def render_results(result: dict, compact: bool = False) -> None:
-    """Counts per option with the decision marked, and who predicted right (revealed polls only):
-    a table, or one line (`compact`, for the presenter's band)."""
+    """What the debate decided, the counts per option with the decision marked, and who predicted
+    right (revealed polls only): a table, or one line (`compact`, for the presenter's band)."""
     if result["counts"] is None:
         return
     decision = result["decision"]
+    marks = {option: DECIDED_MARK if polls.matches(option, decision) else NOT_DECIDED_MARK
+             for option in result["counts"]}
     with st.container(key="poll_results", border=not compact):
-        if decision is None:
-            st.markdown("**No decision** was reached: nobody predicted right.")
-        marks = {option: "✅ the decision" if polls.matches(option, decision) else ""
-                 for option in result["counts"]}
         if compact:
-            st.markdown(" · ".join(f"{md_escape(option)}: **{n}**" + (f" {marks[option]}" if marks[option] else "")
-                                   for option, n in result["counts"].items()))
+            line = " · ".join(f"{md_escape(option)}: **{n}**" + (f" {DECIDED_MARK}" if marks[option] == DECIDED_MARK
+                                                                  else "")
+                              for option, n in result["counts"].items())
+            if DECIDED_MARK not in marks.values():  # the band's decision card says it too; a line here ties them
+                line += " · " + decided_line(result)
+            st.markdown(line)
         else:
-            st.table([{"answer": option, "predictions": n, "decision": marks[option]}
-                      for option, n in result["counts"].items()])
+            with st.container(key="poll_decision"):
+                st.markdown(decided_line(result))
+            rows = [{"answer": option, "predictions": n, "decision": marks[option]}
+                    for option, n in result["counts"].items()]
+            if decision is not None and DECIDED_MARK not in marks.values():  # the decided answer gets a row too
+                rows.append({"answer": handout.headline_answer(decision), "predictions": 0,
+                             "decision": f"{DECIDED_MARK} (not a poll answer)"})
+            st.table(rows)
         right = result["right"] or []
         st.markdown(f"**Predicted right ({len(right)} of {result['total']}):** "
                     + (", ".join(md_escape(v) for v in right) if right else "nobody"))
@@ -169,8 +202,12 @@ def render_stage(debate_id: str) -> None:
             if poll["status"] == "open":
                 with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
                     st.markdown("Predict on your own device:", width="content")
+                    link, reachable = poll_link(poll["id"])
                     with st.container(key="poll_link"):
-                        st.code(poll_url(poll["id"]), language=None)
+                        st.code(link, language=None)
+                if not reachable:
+                    st.caption("Students' devices cannot open a localhost link: give them this computer's "
+                               "network address in its place.")
             render_results(result, compact=True)
 
     stage()
@@ -231,5 +268,5 @@ def render_student_page() -> None:
         render_results(mine)
         if me and mine["predictions"] is not None:
             right = me in (mine["right"] or [])
-            st.markdown("🎉 You predicted right!" if right else "Not this time.")
+            st.markdown("🎉 You predicted right!" if right else "Not this time: the debate decided otherwise.")
     watch_status()

@@ -8,8 +8,9 @@ decision once shown and the prediction poll (`madlab_ui.poll`: its link and coun
 results after the reveal), then the agents, whose text scrolls inside each column's own box.
 
 It shows either this session's live debate (st.session_state[DEBATE_ID], see `mad_core.live`; the
-current speaker is the agent whose turn is streaming, and its column says what it does in true
-words: about to speak, speaking, voting, writing the personas, paused while the Controller holds
+current speakers are the agents whose turns are streaming: several at once in a simultaneous round;
+each speaker's column says what it does in true words on its caption line (so the heading stays one
+line): about to speak, speaking, voting, writing the personas, paused while the Controller holds
 the debate; K pauses and resumes it through the Controller) or a stored debate in replay (chosen
 by id, or `?replay=<id>` in the URL; the replay is `madlab_ui.replay`'s position: K plays / pauses,
 Right / Left step; the current speaker is the agent of the last turn replayed, and nothing the
@@ -20,8 +21,9 @@ Keys: `presenter_source`, `presenter_debate_id`, `presenter_pause` (live), the r
 and `presenter_speed`, `presenter_screen` (everything but the sidebar), `presenter_stage`
 (question, band, agents), `presenter_question`, `presenter_band`, `presenter_agents`,
 `presenter_controls` (the keys' row), `presenter_agent_{i}` (one per agent, in config order),
-`presenter_text_{i}` (its text box), `presenter_speaking` (inside the speaker's column),
-`presenter_other` (a speaker who is not an agent: the judge).
+`presenter_text_{i}` (its text box), `presenter_answer_{i}` (its latest answer),
+`presenter_speaking_{i}` (inside agent i's column while it speaks: one per speaker, several in a
+simultaneous round), `presenter_other` (speakers who are not agents: the judge).
 What it must not do: run or change a debate other than through its Controller, or render model
 or user text as HTML: the only HTML injected is the static stylesheet `assets/presenter.css`.
 """
@@ -34,7 +36,7 @@ from mad_core.events import TurnFinished
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from . import poll, replay, transcript
-from .common import DEBATE_ID, ROOT, agent_style, id8, md_escape, open_store, short
+from .common import DEBATE_ID, ROOT, agent_style, id8, md_escape, model_markdown, open_store, short
 
 LIVE_REFRESH_S = 0.5
 TEXT_BOX_PX = 300  # an agent's text box before the stylesheet sizes it to the window (see _agent)
@@ -66,10 +68,10 @@ def latest_turns(view: DebateView) -> dict[str, TurnView]:
     return latest
 
 
-def live_speaker(view: DebateView) -> TurnView | None:
-    """The turn streaming now (the last one started, when several are)."""
-    streaming = view.running_turns
-    return streaming[-1] if streaming else None
+def live_speakers(view: DebateView) -> list[TurnView]:
+    """The turns streaming now: one, or several at once (a simultaneous round's drafts), each
+    speaker's latest (an agent has one call at a time)."""
+    return list({turn.agent: turn for turn in view.running_turns}.values())
 
 
 def activity(turn: TurnView, held: str | None = None) -> str:
@@ -85,24 +87,29 @@ def activity(turn: TurnView, held: str | None = None) -> str:
     return f"{icon} {words}"
 
 
-def render_stage(view: DebateView, speaker: TurnView | None, where: str, held: str | None = None) -> None:
-    """The status line and the agents side by side (the speaker's column highlighted, saying what it
-    does: `activity`); `held` is "paused" / "stopping" while the live debate's controller holds it."""
-    st.caption(where)
+def render_stage(view: DebateView, speakers: list[TurnView], where: str, held: str | None = None) -> None:
+    """The status line (`where`; none in replay, whose position line in the keys' row says it) and the
+    agents side by side (every speaker's column highlighted, saying what it does: `activity`); `held`
+    is "paused" / "stopping" while the live debate's controller holds it."""
+    if where:
+        st.caption(where)
     latest = latest_turns(view)
     agents = view.agents
+    speaking = {turn.agent: turn for turn in speakers}
     with st.container(key="presenter_agents"):
         columns = st.columns(max(1, len(agents)), gap="medium")
         for i, (column, agent) in enumerate(zip(columns, agents)):
             with column, st.container(key=f"presenter_agent_{i}", border=True):
-                if speaker is not None and agent == speaker.agent:
-                    with st.container(key="presenter_speaking"):
-                        _agent(view, i, latest.get(agent), speaker, held)
-                else:  # a turn streaming at the same time (simultaneous paradigms) is held too
+                if agent in speaking:
+                    with st.container(key=f"presenter_speaking_{i}"):
+                        _agent(view, i, latest.get(agent), speaking[agent], held)
+                else:
                     _agent(view, i, latest.get(agent), None, held)
-    if speaker is not None and speaker.agent not in agents:
+    others = [turn for turn in speakers if turn.agent not in agents]
+    if others:
         with st.container(key="presenter_other", border=True):
-            st.markdown(f"### {md_escape(speaker.agent)} · {activity(speaker, held)}")
+            for turn in others:
+                st.markdown(f"### {md_escape(turn.agent)} · {activity(turn, held)}")
 
 
 def live_where(view: DebateView, word: str) -> str:
@@ -113,19 +120,22 @@ def live_where(view: DebateView, word: str) -> str:
 
 
 def _agent(view: DebateView, i: int, turn: TurnView | None, current: TurnView | None, held: str | None) -> None:
-    """One agent's column: name (and what it does now, when it is the speaker), persona, its latest
-    discussion turn in a box that scrolls inside the column (`presenter_text_{i}`: the stylesheet
-    sizes it to the window, so a long turn never makes the page taller)."""
+    """One agent's column: its name (one line: the heading carries nothing else), persona, a caption
+    line with what it does now when it is a speaker (`activity`, in bold) and the round and kind of its
+    latest discussion turn, which is in a box that scrolls inside the column (`presenter_text_{i}`:
+    the stylesheet sizes it to the window, so a long turn never makes the page taller)."""
     agent = view.agents[i]
     color, avatar, _ = agent_style(agent, view.agents)
-    mark = f" · {activity(current, held)}" if current is not None else ""
-    st.markdown(f"### {avatar} :{color}[{md_escape(agent)}]{mark}")
+    st.markdown(f"### {avatar} :{color}[{md_escape(agent)}]")
     persona = view.personas.get(agent)
     if persona:
         st.caption(md_escape(short(persona, 160)))
     streaming = turn is not None and turn.status == "streaming"
+    line = [f"**{activity(current, held)}**"] if current is not None else []
     if turn is not None:
-        st.caption(" · ".join([f"round {turn.round}", md_escape(turn.kind)] + ([held] if streaming and held else [])))
+        line += [f"round {turn.round}", md_escape(turn.kind)] + ([held] if streaming and held and current is None else [])
+    if line:
+        st.caption(" · ".join(line))
     # The newest words stay in view while it streams (autoscroll needs a fixed height: the stylesheet
     # then stretches the box to what the column has left).
     with st.container(height=TEXT_BOX_PX, autoscroll=streaming and not held, border=False,
@@ -134,11 +144,12 @@ def _agent(view: DebateView, i: int, turn: TurnView | None, current: TurnView | 
             st.markdown(f"*{activity(current)}{' (paused)' if held == 'paused' else '…'}*" if current is not None
                         else "*(has not spoken yet)*")
         elif turn.text:
-            st.markdown(turn.text + (" ▌" if streaming and not held else ""))
+            st.markdown(model_markdown(turn.text) + (" ▌" if streaming and not held else ""))
         else:
             st.markdown("*paused before its first word*" if held else "*thinking…*")
-    if turn is not None and turn.answer and not streaming:
-        st.markdown(f"#### Answer: {md_escape(short(turn.answer, 120))}")
+    if turn is not None and turn.answer and not streaming:  # at most two lines (the stylesheet)
+        with st.container(key=f"presenter_answer_{i}"):
+            st.markdown(f"#### Answer: {md_escape(short(turn.answer, 120))}")
 
 
 # ----- sources ---------------------------------------------------------------------------------
@@ -181,7 +192,7 @@ def _live(debate_id: str, boxes: dict) -> tuple[DebateView, str]:
             return DebateView(), ""
         view = DebateView.from_store(store, debate_id)
         with boxes["agents"]:
-            render_stage(view, None, live_where(view, view.status))
+            render_stage(view, [], live_where(view, view.status))
         return view, debate_id
     paused = debate.controller.paused
     active = not debate.done and not debate.controller.stopped
@@ -200,7 +211,7 @@ def _live(debate_id: str, boxes: dict) -> tuple[DebateView, str]:
         now = (transcript.status_word(view, debate), view.decision is not None)
         if now != drawn:  # decided, paused, ended: the controls, the decision and the poll's reveal follow
             st.rerun(scope="app")
-        render_stage(view, live_speaker(view), live_where(view, now[0]), now[0] if now[0] in HELD else None)
+        render_stage(view, live_speakers(view), live_where(view, now[0]), now[0] if now[0] in HELD else None)
 
     with boxes["agents"]:
         stage()
@@ -219,7 +230,7 @@ def _replay(debate_id: str, boxes: dict) -> DebateView:
     step = steps.step_event(position)
     speaker = view.turn(step.turn.id) if isinstance(step, TurnFinished) else None
     with boxes["agents"]:
-        render_stage(view, speaker, steps.label(position))
+        render_stage(view, [speaker] if speaker is not None else [], "")
     return view
 
 
@@ -229,7 +240,7 @@ def _band(view: DebateView, debate_id: str) -> None:
     decided = view.decision is not None or view.status in ("stopped", "failed", "interrupted")
     polled = poll.current_poll(open_store(), debate_id) is not None
     if decided and polled:
-        left, right = st.columns(2, gap="medium")
+        left, right = st.columns([3, 2], gap="medium")  # the decision's answer gets the room
         with left:
             transcript.render_decision(view)
         with right:

@@ -7,7 +7,9 @@ so a reloaded tab still owns the debates it started. The Debate page adds `debat
 watches a debate. The form's values (every key of `forms.form_defaults()`, `forms.FORM_EXTRA`, a
 pending fork), the watched debate's id and the name a student predicted under on the Poll page are kept in this server process under the token: a dict
 behind a lock (the Streamlit server is one long-lived process; sessions run in their own threads).
-A new session that arrives with a token gets them back before any widget is drawn.
+A new session that arrives with a token gets them back before any widget is drawn. The session keeps its
+own copy too (`KEPT`, a plain key): `forms.keep_form_state` takes a field Streamlit dropped on a page switch
+from it.
 
 What it must not do: keep anything but the form's plain values and a debate id (no live objects,
 no model output), write the store, or draw anything. It is forgotten when the server restarts;
@@ -29,6 +31,7 @@ from .common import DEBATE_ID, FORK_REQUEST, OWNER_ID, POLL_VOTER
 TOKEN_PARAM = "session"  # URL parameter: the session token (= owner id)
 DEBATE_PARAM = "debate"  # URL parameter: the debate the Debate page watches
 MAX_SESSIONS = 500  # the oldest token's form is forgotten beyond this
+KEPT = "form_kept"  # session key: what `remember` kept last (forms.keep_form_state restores a dropped key from it)
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 _DEBATE = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
@@ -91,12 +94,15 @@ def attach() -> None:
 
 
 def remember() -> None:
-    """Keep the session's form and watched debate under its token (cheap: plain values only)."""
+    """Keep the session's form and watched debate under its token (cheap: plain values only), and a copy
+    in the session itself (`KEPT`, a plain key Streamlit never drops)."""
     token = st.session_state.get(OWNER_ID)
     if not valid_token(token):
         return
     state = st.session_state
-    MEMORY.save(token, {key: state[key] for key in remembered_keys() if key in state})
+    values = {key: state[key] for key in remembered_keys() if key in state}
+    MEMORY.save(token, values)
+    state[KEPT] = copy.deepcopy(values)
 
 
 def show_watched_in_url() -> None:

@@ -5,8 +5,8 @@ Keys follow the UI contract: `debate_status`, `round_{r}`, `turn_{k}` (k = index
 `decision_card` (holding `decision_answer`, after the reference's reveal `decision_agreement`,
 the `decision_full_text` and `decision_solutions` expanders), `reveal_reference` /
 `reference_revealed`, `usage`.
-Model and user text is rendered with st.markdown / st.text (HTML is never rendered); labels
-inside our own markup are escaped.
+Model and user text is rendered with st.markdown / st.text (HTML is never rendered), its single
+line breaks kept (`common.model_markdown`); labels inside our own markup are escaped.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from mad_core import handout
 from mad_core.metrics.report import estimated_cost, format_dollars
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
-from .common import MODERATOR_AVATAR, agent_style, md_escape, short
+from .common import MODERATOR_AVATAR, agent_style, md_escape, model_markdown, short
 
 TurnExtras = Callable[[TurnView, int], None]
 STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "finished": "✅", "stopped": "⏹️",
@@ -66,18 +66,42 @@ def render_status(view: DebateView, debate=None) -> None:
 
 # ----- transcript ------------------------------------------------------------------------------
 def round_status(view: DebateView, rnd: int) -> str:
+    """A round's status in words that are true: "in progress", "decided", "no decision yet: ...",
+    "done", or for a round a Stop, a failure or a lost worker cut short what happened in it
+    ("stopped: 1 of 3 agents finished their turn (Agent 2 cut off)"), never "done"."""
     turns = [t for t in view.turns if t.round == rnd]
     if any(t.status == "streaming" for t in turns):
         return "in progress"
     if view.decision is not None and view.decision.round == rnd:
         return "decided"
+    last = max((t.round for t in view.turns), default=rnd)
+    ended_here = rnd == last and view.status in ("stopped", "failed", "interrupted")
+    cut = [t for t in turns if t.status in ("interrupted", "failed")]
+    if ended_here or cut:
+        word = view.status if ended_here else "in progress" if view.status == "running" and rnd == last else "done"
+        return _cut_round(view, rnd, turns, cut, word)
     attempts = [a for a in view.attempts if a.round == rnd]
     if attempts and not attempts[-1].reached:
-        return f"no decision yet: {attempts[-1].reason}"
-    last = max((t.round for t in view.turns), default=rnd)
+        return ("no decision yet: " if view.status == "running" or rnd != last else "no decision: ") + attempts[-1].reason
     if view.status == "running" and rnd == last:
         return "in progress"
     return "done"
+
+
+def _cut_round(view: DebateView, rnd: int, turns: list[TurnView], cut: list[TurnView], word: str) -> str:
+    """"stopped: 1 of 3 agents finished their turn (Agent 2 cut off)": how many of the round's
+    speakers finished a turn, and whose turn was cut (interrupted) or failed."""
+    speakers = view.rounds.get(rnd) or view.agents  # the round's speaking order (RoundStarted)
+    spoke = {t.agent for t in turns if t.status == "ok" and t.kind in DISCUSSION_KINDS}
+    done = len(spoke & set(speakers))
+    text = f"{word}: {done} of {len(speakers)} agents finished their turn" if speakers else word
+    cut_off = [t.agent for t in cut if t.status == "interrupted"]
+    failed = [t.agent for t in cut if t.status == "failed"]
+    notes = ([f"{', '.join(dict.fromkeys(cut_off))} cut off"] if cut_off else []) + (
+        [f"{', '.join(dict.fromkeys(failed))} failed"] if failed else [])
+    if not notes and word in ("stopped", "failed", "interrupted") and done >= len(speakers):
+        notes.append("no decision")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @dataclass
@@ -153,7 +177,7 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
             if persona:
                 st.caption(md_escape(persona))
             if turn.text:
-                st.markdown(turn.text + (" ▌" if turn.status == "streaming" else ""))
+                st.markdown(model_markdown(turn.text) + (" ▌" if turn.status == "streaming" else ""))
             elif turn.status == "streaming":
                 st.caption("paused before its first word" if paused else "thinking…")
             if turn.error:
@@ -185,7 +209,7 @@ def _steer(event, j: int, from_parent: bool = False) -> None:
             to = ", ".join(event.targets) if event.targets else "all agents"
             with st.chat_message("moderator", avatar=MODERATOR_AVATAR):
                 st.markdown(f"**Moderator → {md_escape(to)}**" + (f" · {FROM_PARENT}" if from_parent else ""))
-                st.markdown(event.message or "")
+                st.markdown(model_markdown(event.message))
         else:
             words = {"pause": "paused the debate", "resume": "resumed the debate", "stop": "stopped the debate",
                      "force_decision": "asked for a decision now"}

@@ -17,11 +17,15 @@ chips through codebook.chip), or compute metrics itself (plots.py's series).
 """
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
+from mad_core import figures
 from mad_core.view import DebateView
 from madlab_ui import codebook, compare, plots, transcript
-from madlab_ui.common import MODERATOR_AVATAR, agent_style, id8, md_escape, open_store, page_setup, short
+from madlab_ui.common import (MODERATOR_AVATAR, agent_style, id8, md_escape, model_markdown, open_store, page_setup,
+                              short)
 
 OVERVIEW, SIDE_BY_SIDE = "Overview", "Side by side"
 
@@ -79,7 +83,7 @@ def overview(views: dict[str, DebateView]) -> None:
                            f"status {view.status}")
                 fork_note(debate_id, f"compare_parent_{id8(debate_id)}")
                 if view.decision is not None:
-                    st.markdown(view.decision.answer or "(empty answer)")
+                    st.markdown(model_markdown(view.decision.answer) or "(empty answer)")
                     winner = view.decision.winner_agent or "-"
                     notes = " · forced" if view.decision.forced else ""
                     notes += " · fallback" if view.decision.fallback else ""
@@ -107,7 +111,7 @@ def side_turn(view: DebateView, k: int, notes: dict[str, list[dict]], colours: d
         st.markdown(f"{avatar} :{colour}[**{md_escape(turn.agent)}**] · {md_escape(turn.kind)}"
                     + (f" · {transcript.FROM_PARENT}" if view.from_parent(turn) else ""))
         if turn.text:
-            st.markdown(turn.text)
+            st.markdown(model_markdown(turn.text))  # its single line breaks kept
         else:
             st.caption(f"({md_escape(turn.status)}{': ' + md_escape(turn.error) if turn.error else ''})")
         for note in notes.get(turn.id, []):
@@ -122,18 +126,21 @@ def side_steer(view: DebateView, j: int, side: str) -> None:
             to = ", ".join(event.targets) if event.targets else "all agents"
             st.markdown(f"{MODERATOR_AVATAR} **Moderator → {md_escape(to)}**"
                         + (f" · {transcript.FROM_PARENT}" if view.from_parent(event) else ""))
-            st.markdown(event.message or "")
+            st.markdown(model_markdown(event.message))
         else:
             st.caption(f"{MODERATOR_AVATAR} Moderator: {md_escape(event.action.replace('_', ' '))}")
 
 
 def side_ballots(view: DebateView, rnd: int, notes: dict[str, list[dict]], colours: dict[str, str],
                  side: str) -> None:
-    """The round's ballots in one compact box: one line per voter ("Agent 1 → solution 1")."""
+    """The round's ballots in one compact box: one line per voter, in the votes chart's words
+    ("Agent 1 → Solution 2 (Agent 2) → no": whom it voted for and what that solution answered)."""
+    tally = next((item for item in figures.vote_rounds(view, plots.debate_metrics(view)) if item["round"] == rnd),
+                 None)
+    describe = functools.partial(compare.ballot_words, tally=tally, describe=transcript.format_ballot)
     with st.container(key=f"side_{side}_votes_{rnd}", border=True):
         st.caption("Ballots")
-        for voter, said, turn_ids in compare.ballot_lines(view, rnd, transcript.format_ballot,
-                                                          transcript.vote_problem):
+        for voter, said, turn_ids in compare.ballot_lines(view, rnd, describe, transcript.vote_problem):
             colour, _, _ = agent_style(voter, view.agents)
             st.markdown(f":{colour}[**{md_escape(voter)}**] → {md_escape(short(said, 120))}")
             for note in (n for turn_id in turn_ids for n in notes.get(turn_id, [])):

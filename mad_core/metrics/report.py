@@ -10,13 +10,20 @@ transcript view, the exports and the experiment tables read:
     discussion round (seed 000 Table 1), rounds_to_decision (seed 000 Table 2), calls,
     tokens, latency and estimated cost;
   * ``rounds``: per discussion round (round 0 = All-Agents-Drafting drafts) the answers as
-    read, entropy and log-likelihood (seed 003 appendix), agreement all / majority and
-    disagreement (seed 001 App. B, seed 002 §1), accuracy of the round's majority
+    read (an agent's last readable one of the round, its final-answer extraction of a decision
+    round included), ``readable`` of ``agents`` answers, entropy over the readable answers
+    (None when there is none: "nobody answered" is never 0 bits) and log-likelihood (seed 003
+    appendix), agreement all / majority (seed 001 App. B: every agent counts, an unreadable
+    answer agrees with nobody; None when no answer is readable) and disagreement (seed 002 §1,
+    over readable answers; None below two), accuracy of the round's majority
     prediction, path consistency (seed 003 Eq. 2), answer_similarity (SBERT over the final
     answers, seed 000 Table 1) and reply_similarity (SBERT over whole replies, reasoning
     included: a second, differently named measure);
   * ``agents``: per agent its model, calls, tokens, latency, estimated cost, mean path
-    consistency, initial and final state and its answer changes (seed 001 §6.2);
+    consistency, initial and final state and its answer changes (seed 001 §6.2), each with what
+    the agent heard last before it (``before``): a moderator message its prompt carried, else the
+    latest reply it was shown (its prompt, stored per turn, is the evidence); never a reply of
+    its own step (simultaneous talk, the drafts of AAD), whatever order the calls finished in;
   * ``transitions``: {initial state: {final state: count}} (seed 001 §6.2, Figure 5): per agent
     (per agent and player for "kks") from its first round to its last; in a debate whose rounds
     each discuss one player (the per-player KKS mode's `round_topics`), per player round as the
@@ -64,11 +71,11 @@ from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answe
 from ..view import DebateView
 from .answers import disagreement, entropy, log_likelihood, path_consistency
 from .decisions import judge_side_agreement, model_family
-from .outcomes import accuracy_smooth, accuracy_strict, outcome_metrics
+from .outcomes import accuracy_smooth, accuracy_strict, auc, outcome_metrics
 from .process import CORRECT, WRONG, answer_changes, initial_state, initial_states_by_player, transitions
 from .similarity import Embedder, _cosine, _package, answer_similarity, self_bleu_diversity
 
-VERSION = 1
+VERSION = 2  # 2: numbers read strictly, extraction answers, None for unreadable rounds
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 # Free-text answers whose SBERT cosine similarity reaches this are one answer. Measured with the
 # bundled all-MiniLM-L6-v2 on 15 paraphrase pairs ("Paris" / "paris, France", "Albert Einstein" /
@@ -273,11 +280,13 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(numbers) / len(numbers) if numbers else None
 
 
-def _discussion_turns(view: DebateView, rounds: set[int] | None) -> dict[int, list]:
-    """round -> its discussion turns (every status), in speaking order, for the rounds asked."""
+def _discussion_turns(view: DebateView, rounds: set[int] | None, kinds: tuple[str, ...] = DISCUSSION_KINDS
+                      ) -> dict[int, list]:
+    """round -> its discussion turns (or turns of `kinds`; every status), in speaking order, for
+    the rounds asked."""
     by_round: dict[int, list] = {}
     for turn in view.turns:
-        if turn.kind in DISCUSSION_KINDS and (rounds is None or turn.round in rounds):
+        if turn.kind in kinds and (rounds is None or turn.round in rounds):
             by_round.setdefault(turn.round, []).append(turn)
     return dict(sorted(by_round.items()))
 
@@ -336,20 +345,26 @@ def _compute(view: DebateView, config: dict, kind: str, embed: Embedder, only: s
 
     keys: list[dict[str, str | None]] = []  # per round: agent -> key
     parts_by_round: list[dict[str, Any]] = []  # per round: agent -> {player: role} (kks) or key
-    chosen: list[dict[str, Any]] = []  # per round: agent -> the turn its answer is taken from
+    chosen: list[dict[str, Any]] = []  # per round: agent -> its last discussion turn (what it said)
+    extracted = _discussion_turns(view, only, ("extraction",))
     for number, turns in by_round.items():
         answers, finals, keyed, parts, picked, replies_of = {}, {}, {}, {}, {}, {}
-        for turn in turns:
+        for turn in turns + extracted.get(number, []):
             # An agent's answer in a round is its last readable one (several turns a round: the
-            # KKS mode's debate replies name one player's role, its self-adjustment all of them).
+            # KKS mode's debate replies name one player's role, its self-adjustment all of them;
+            # the final-answer extraction of a decision round, seed 000 E.1, comes last: the
+            # solution the vote chart shows for that agent).
             key, display, player_roles = reader.read(turn.text if turn.status == "ok" else None)
             if key is not None or keyed.get(turn.agent) is None:
-                answers[turn.agent], keyed[turn.agent], picked[turn.agent] = display, key, turn
+                answers[turn.agent], keyed[turn.agent] = display, key
                 parts[turn.agent] = player_roles if kind == "kks" else key
                 finals[turn.agent] = _answer_text(turn)
-            if turn.status == "ok" and turn.text:
-                replies_of[turn.agent] = turn.text
+            if turn.kind != "extraction":
+                picked[turn.agent] = turn
+                if turn.status == "ok" and turn.text:
+                    replies_of[turn.agent] = turn.text
         values = list(keyed.values())
+        readable = sum(1 for v in values if v is not None)
         share = None
         if truth_key is not None and values:
             share = sum(1 for v in values if v == truth_key) / len(values)
@@ -357,11 +372,13 @@ def _compute(view: DebateView, config: dict, kind: str, embed: Embedder, only: s
         replies = list(replies_of.values())
         consistency = dict(zip(keyed, path_consistency(values)))
         report["rounds"].append({
-            "round": number, "answers": answers,
-            "entropy": entropy(values),
+            "round": number, "answers": answers, "readable": readable, "agents": len(values),
+            # Over the readable answers only; a round without one has no spread (None, never 0
+            # bits: "nobody answered" is not "everybody agrees"), one alone has no pair to differ.
+            "entropy": entropy(values) if readable else None,
             "log_likelihood": _finite(log_likelihood(values, truth_key)) if truth_key is not None else None,
             "correct_share": share,
-            "disagreement": disagreement(values),
+            "disagreement": disagreement(values) if readable >= 2 else None,
             "path_consistency": consistency,
             "answer_similarity": _finite(answer_similarity(said, embed=embed)),
             "reply_similarity": _finite(answer_similarity(replies, embed=embed)),
@@ -371,8 +388,14 @@ def _compute(view: DebateView, config: dict, kind: str, embed: Embedder, only: s
         chosen.append(picked)
     outcome = outcome_metrics([list(p.values()) for p in parts_by_round], truth)
     for i, row in enumerate(report["rounds"]):
-        row.update(agree_all=outcome["agree_all"][i], agree_majority=outcome["agree_major"][i],
+        # Seed 001 App. B counts every agent (an unreadable answer agrees with nobody, so 1 readable
+        # of 3 is no unanimity); a round with no readable answer has no agreement to speak of.
+        heard = bool(row["readable"])
+        row.update(agree_all=outcome["agree_all"][i] if heard else None,
+                   agree_majority=outcome["agree_major"][i] if heard else None,
                    accuracy_strict=outcome["strict"][i], accuracy_smooth=outcome["smooth"][i])
+    outcome.update(auc_agree_all=auc([row["agree_all"] for row in report["rounds"]]),
+                   auc_agree_major=auc([row["agree_majority"] for row in report["rounds"]]))
     _summary(report, view, reader, outcome, truth)
     _agents(report, view, keys, parts_by_round, (by_round, chosen), truth)
     _judge(report, view, config)
@@ -417,7 +440,7 @@ def _agents(report: dict, view: DebateView, keys: list[dict], parts_by_round: li
     first, last = (parts_by_round[0], parts_by_round[-1]) if parts_by_round else ({}, {})
     initial_all = initial_states_by_player(first, truth) if kks and isinstance(truth, Mapping) else {}
     displays = [r["answers"] for r in report["rounds"]]
-    changes = _changes(keys, displays, *turns)
+    changes = _changes(keys, displays, *turns, view)
     final: dict[str, Any] = {}
     initial: dict[str, Any] = {}
     for label in list(dict.fromkeys([*models, *(k for r in keys for k in r)])):
@@ -485,29 +508,110 @@ def _player_round_transitions(view: DebateView, numbers: list[int], parts_by_rou
     return counts
 
 
-def _changes(keys: list[dict], displays: list[dict], by_round: dict, chosen: list[dict]) -> list[dict[str, Any]]:
-    """Who changed their answer when (seed 001 §6.2), with what was said just before the change:
-    the last discussion reply of another agent that came before the changing reply."""
+def _changes(keys: list[dict], displays: list[dict], by_round: dict, chosen: list[dict],
+             view: DebateView) -> list[dict[str, Any]]:
+    """Who changed their answer when (seed 001 §6.2), with what was said just before the change
+    as the changing agent saw it (`_heard_before`)."""
     numbers = list(by_round)
-    ordered = [t for turns in by_round.values() for t in turns]
+    steps = _step_of(view)
     out = []
     for change in answer_changes(keys):
         rnd = numbers[change["round"]]
         agent = change["agent"]
         earlier = next((i for i in range(change["round"] - 1, -1, -1) if keys[i].get(agent) == change["from"]), None)
         turn = chosen[change["round"]].get(agent)
-        position = next((i for i, t in enumerate(ordered) if t is turn), len(ordered))
-        before = next((t for t in reversed(ordered[:position]) if t.agent != agent and t.status == "ok"), None)
+        before = _heard_before(view, turn, steps) if turn is not None else None
         was = displays[earlier].get(agent) if earlier is not None else None
         now = displays[change["round"]].get(agent)
         out.append({
-            "agent": agent, "round": rnd, "from": was, "to": now,
-            "before": None if before is None else {"agent": before.agent, "round": before.round,
-                                                   "text": _short(before.text)},
+            "agent": agent, "round": rnd, "from": was, "to": now, "before": before,
             "short": f"{agent} changed from {_short(was)} to {_short(now)} in round {rnd}"
-                     + (f", after {before.agent} said: {_short(before.text)}" if before is not None else ""),
+                     + (f", after {before['agent']} said: {before['text']}" if before is not None else ""),
         })
     return out
+
+
+SEEN_KINDS = (*DISCUSSION_KINDS, "summary")  # turns an agent may be shown (engine.SEEN_KINDS)
+_MODERATOR_SAYS = "A human moderator says to you: "  # prompts.moderator_block's words
+_SNIPPET_CHARS = 80
+
+
+def _step_of(view: DebateView) -> Callable[[int, str], int | None]:
+    """(round, agent) -> the step of its round the agent speaks in (agents of one step speak at
+    the same time and never see each other's replies of that round), or None when unknown. From
+    the paradigm's own `steps` (simultaneous, simultaneous_summarizer, collective_refinement: one
+    step; report: the moderator, then the members together); AAD drafts (round 0) are one step."""
+    config = view.config or {}
+    try:
+        from ..config import DebateConfig
+        from ..registry import get
+
+        cfg = DebateConfig.from_dict(config, check_models=False)
+        paradigm = get("paradigm", cfg.paradigm)(cfg)
+        labels = [a.label for a in cfg.agents]
+    except Exception:  # noqa: BLE001 - an old or odd config: order by seq alone
+        return lambda rnd, agent: None
+    plans: dict[int, dict[str, int]] = {}
+
+    def step(rnd: int, agent: str) -> int | None:
+        if rnd not in plans:
+            try:
+                order = view.rounds.get(rnd) or labels
+                plans[rnd] = {a: i for i, group in enumerate(paradigm.steps(list(order), cfg)) for a in group}
+            except Exception:  # noqa: BLE001 - a paradigm that plans its own rounds
+                plans[rnd] = {}
+        return plans[rnd].get(agent)
+    return step
+
+
+def _folded(text: str) -> str:
+    return " ".join(str(text or "").split())
+
+
+def _shown_as(turn) -> str:
+    """How a reply opens in another agent's prompt: its author's label and the start of its first
+    line (generators.label_turn; a generator may cut the final-answer or confidence line, never
+    the opening)."""
+    first = next((line for line in str(turn.text or "").splitlines() if line.strip()), "")
+    return _folded(f"[{turn.agent}]: {first.strip()}")[:_SNIPPET_CHARS]
+
+
+def _heard_before(view: DebateView, turn, step_of: Callable[[int, str], int | None]) -> dict[str, Any] | None:
+    """What `turn`'s agent heard last before it spoke: a moderator message its prompt carried, else
+    the latest reply of another agent (or a summary) that it could have seen and that its prompt
+    shows. Could have seen: an earlier round, or an earlier step of its own round; never a reply
+    of the same step (simultaneous talk, the drafts of AAD: written at the same time, whatever
+    order the calls finished in). Shown: the reply's opening words are in the prompt (a turn
+    stored without its prompt is taken as seen)."""
+    prompt = _folded("\n".join(str(m.get("content") or "") for m in (turn.prompt or []) if isinstance(m, Mapping)))
+    # The moderator's messages come last in a prompt (prompts.turn_prompt); one a reply merely
+    # quotes is no message the agent received, so only the debate's own steering messages count.
+    told = [(prompt.rfind(_MODERATOR_SAYS + _folded(m.message)), m.message) for m in view.steering
+            if getattr(m, "message", None) and _folded(m.message)]
+    told = [(at, message) for at, message in told if at >= 0]
+    if told:
+        return {"agent": "moderator", "round": turn.round, "text": _short(max(told, key=lambda t: t[0])[1])}
+    mine = step_of(turn.round, turn.agent)
+    candidates = []
+    for other in view.turns:
+        if other is turn or other.agent == turn.agent or other.kind not in SEEN_KINDS or other.status != "ok":
+            continue
+        if not other.text or other.seq is None or turn.seq is None:
+            continue
+        if other.round > turn.round:
+            continue
+        if other.round == turn.round:
+            theirs = step_of(other.round, other.agent)
+            simultaneous = turn.kind == "draft" or (mine is not None and theirs is not None and theirs >= mine)
+            if simultaneous or other.seq >= turn.seq or other.kind == "summary":
+                continue
+        candidates.append(other)
+    if prompt:
+        candidates = [c for c in candidates if _shown_as(c) in prompt]
+    if not candidates:
+        return None
+    before = max(candidates, key=lambda t: (t.round, t.seq))
+    return {"agent": before.agent, "round": before.round, "text": _short(before.text)}
 
 
 def _judge(report: dict, view: DebateView, config: dict) -> None:

@@ -844,9 +844,8 @@ def validate_model_name(name: str) -> str | None:
     if provider not in providers:  # one line: the ~100 valid providers are listed on the Models page
         close = difflib.get_close_matches(provider, providers, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return (f"Unknown provider {provider!r} in {name!r}{hint}: the app's Models page (or "
-                f"mad_core.models.provider_names()) lists the providers MAD Lab can reach, e.g. openai, anthropic, "
-                f"ollama, {DEFAULT_MODEL.split('/')[0]}.{router_problem}")
+        # short: the form shows it beside the field; in Python, provider_names() lists them too
+        return f"Unknown provider {provider!r}{hint}: the Models page lists the providers.{router_problem}"
     if provider in _PROVIDER_MODULES:
         return _provider_module(provider).check(rest)
     return None

@@ -47,9 +47,13 @@ Then a lead-in ("Answer:", "The answer is") is dropped. Kind by kind:
   ("3/0" is invalid), "-3" and "−3" = -3, "1e400" = 10**400 exactly, "\\frac{1}{2}" = 1/2,
   number words "zero".."twenty", "thirty".."ninety" when the answer has no digits.
   Percent: "50%" is read as 50/100 = 1/2, so "50%", "0.5" and "1/2" are one value.
-  Which number: after the last "=" the first number; else, in a marked answer the first
-  number ("12 apples (3 per basket)" -> 12), in an unmarked line the last ("so she ends up
-  with 121" -> 121). A number right after a letter, "^", "/", "." or "," is no answer (the "2" of "m/s^2" or
+  Which number: an explicit marker wins (\\boxed{}, "Final answer: X", a JSON answer, "the
+  answer is X" / "Answer: X" anywhere in the line): after its last "=" the first number, else
+  its first number ("12 apples (3 per basket)" -> 12, "The answer is 5, not 7" -> 5). An
+  unmarked line must give one number ("so she ends up with 121" -> 121; "50%, i.e. 0.5" is one
+  value) or end in "= X" with one number after the "=" ("10 - 3 = 7" -> 7); a line with several
+  different numbers and no marker is unreadable, reason "several numbers: 0.11, 0.9" ("The
+  larger is 0.11, not 0.9" and "0.9 is larger than 0.11" are never read as either). A number right after a letter, "^", "/", "." or "," is no answer (the "2" of "m/s^2" or
   "cm2"); a unit right after a number is fine ("5km" = 5). Mixed numbers ("1 1/2") are not read
   as one number.
   Numbers of more than 4,000 digits, or exponents above 10,000, are invalid (no huge ints).
@@ -68,7 +72,7 @@ Then a lead-in ("Answer:", "The answer is") is dropped. Kind by kind:
   think so", "not necessarily", "unlikely" -> "no"; "I think so", "probably", "definitely", "of
   course" -> "yes" ("Probably the answer is no" is no hedge: its "answer is no" decides). Both
   at once ("yes and no", "yes/no", "yes or no") and non-answers ("maybe", "it depends",
-  "unknown", "both", "neither") are invalid. Failing that, the last "answer is yes/no" mark.
+  "unknown", "both", "neither", "no answer", "none") are invalid. Failing that, the last "answer is yes/no" mark.
 
 ``kks`` -> ``Assignment`` (an immutable, hashable mapping name -> "knight"/"knave"/"spy";
   equal to the plain dict). Read from a JSON object ({"Alice": "knight", ...}, or one key
@@ -397,28 +401,52 @@ def _number_from(found: re.Match) -> _Number | str:
     return _Number(value, places, decimal, significant)
 
 
+def _several(found: list[_Number | str], written: list[str]) -> str | None:
+    """The reason an unmarked segment is unreadable ("several numbers: 0.11, 0.9"), or None when
+    its numbers are all one value (so "50%, i.e. 0.5" is 1/2)."""
+    values = {number.value for number in found if not isinstance(number, str)}
+    if len(values) < 2:
+        return None
+    shown = list(dict.fromkeys(written))
+    return "several numbers: " + ", ".join(shown[:6]) + (", …" if len(shown) > 6 else "")
+
+
 def _pick_number(segment: str, first: bool) -> _Number | str:
+    """The number `segment` gives. Marked (`first`): after the last "=" the first number, else
+    the first. Unmarked: the only number (several of one value count as one); "= X" ending the
+    segment with one number after it marks X; several different numbers are unreadable, never
+    silently the last one ("The larger is 0.11, not 0.9")."""
     equals = None
     for equals in _EQUALS.finditer(segment):
         pass
     if equals is not None and _NUMBER_TOKEN.search(segment, equals.end()) is not None:
-        segment, first = segment[equals.end():], True
-    found = None
-    for found in _NUMBER_TOKEN.finditer(segment):
+        after = segment[equals.end():]
+        tokens = list(_NUMBER_TOKEN.finditer(after))
+        if first or _several([_number_from(t) for t in tokens], [t.group().strip() for t in tokens]) is None:
+            segment, first = after, True
+    tokens = list(_NUMBER_TOKEN.finditer(segment))
+    if tokens:
         if first:
-            break
-    if found is not None:
-        return _number_from(found)
+            return _number_from(tokens[0])
+        numbers = [_number_from(t) for t in tokens]
+        several = _several(numbers, [t.group().strip() for t in tokens])
+        return several if several is not None else numbers[-1]
     if not any(character.isdigit() for character in segment):
         words = _WORD.findall(segment.lower())
         spoken = [word for word in words if word in _NUMBER_WORDS]
         if spoken:
+            if not first:
+                several = _several([_Number(Fraction(_NUMBER_WORDS[w])) for w in spoken], spoken)
+                if several is not None:
+                    return several
             return _Number(Fraction(_NUMBER_WORDS[spoken[0] if first else spoken[-1]]))
     return "no number"
 
 
 def _read_number_detail(text: str) -> tuple[_Number | str, str]:
     part, marked = _answer_part(text)
+    lead_in = _LEAD_IN.match(_undecorate(_plain_latex(_undecorate(part))))
+    marked = marked or lead_in is not None  # "The answer is 5, not 7" is marked
     bare = _without_lead_in(part)
     if not marked:
         after_mark = _last_mark(bare)
@@ -496,7 +524,8 @@ _NO_PHRASES = frozenset((
 ))
 _NEITHER = frozenset(("maybe", "perhaps", "it depends", "depends", "unknown", "unclear",
                       "cannot be determined", "can't be determined", "cannot say", "can't say",
-                      "not sure", "i don't know", "i do not know", "uncertain", "both", "neither"))
+                      "not sure", "i don't know", "i do not know", "uncertain", "both", "neither",
+                      "no answer", "no idea", "no comment", "none", "n a"))
 _YES_NO_WORD = re.compile(r"[a-z]++(?:'[a-z]++)?+")
 _CLAUSE = re.compile(r"[^.,;:!?\n()\u2014\u2013]*+")  # .match: the first clause
 _BOTH_SLASHED = re.compile(r"\W*+(?:yes|no|true|false)\s*+/\s*+(?:yes|no|true|false)\b", re.I)

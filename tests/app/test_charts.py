@@ -18,6 +18,8 @@ from app_helpers import keys, open_debate, scripted_debate, texts
 
 import madlab_ui.plots as plots
 from mad_core import figures
+from mad_core.store import Store
+from mad_core.view import DebateView
 
 LONG = "the capital is <b>Paris</b> <script>alert(1)</script> because the river Seine flows right through it"
 SAID = {"Agent 1": LONG, "Agent 2": "Lyon", "A very long agent label that goes on": LONG}
@@ -239,3 +241,41 @@ def test_a_long_decision_is_a_one_line_headline_with_the_whole_answer_a_click_aw
     assert [e.label for e in card.expander][0] == "Whole answer and winning text (Agent 1)"
     whole = [t.value for t in card.expander[0].text]
     assert whole == [LONG_NUMBER, f"I count the digits.\nFinal answer: {LONG_NUMBER}"]
+
+
+UNREADABLE = {1: {"Agent 1": "Maybe.", "Agent 2": "It depends.", "Agent 3": "Final answer: yes"},
+              2: {"Agent 1": "Perhaps.", "Agent 2": "Not sure.", "Agent 3": "Unclear."}}
+
+
+def unreadable_reply(messages, info) -> str:
+    meta = info["metadata"]
+    if meta["kind"] == "vote":
+        return "1"
+    if meta["kind"] == "extraction":
+        return '{"answer": "no answer"}'
+    return UNREADABLE[meta["round"]][meta["agent"]]
+
+
+def test_a_round_without_readable_answers_is_a_gap_with_a_note_not_0_bits():
+    """The researcher's yes/no debate: only Agent 3 answered in round 1, nobody in round 2."""
+    debate = scripted_debate("unreadable", unreadable_reply, {
+        "question": "Is 91 a prime number?", "rounds": 2, "max_rounds": 2, "protocol": "simple_voting",
+        "answer_type": "yes_no",
+        "agents": [{"label": f"Agent {i}", "model": "scripted/unreadable"} for i in (1, 2, 3)]})
+    at = open_debate(debate)
+    entropy, _ = chart_of(at, "plot_entropy")
+    assert entropy["data"][0]["y"] == [0.0, None]  # must not happen: 0 bits for round 2
+    notes = {a["x"]: a["text"] for a in entropy["layout"]["annotations"]}
+    assert notes == {1: "1 of 3 answers readable", 2: "no readable answers"}
+    assert entropy["layout"]["title"]["subtitle"]["text"] == "of readable answers; 0 bits: all agree"
+    agreement, _ = chart_of(at, "plot_agreement")
+    assert agreement["data"][0]["y"] == [0.0, None]  # all agree: none in round 1 (1 of 3), no value in round 2
+    timeline, _ = chart_of(at, "plot_timeline")
+    cells = timeline["data"][0]
+    nothing = "no readable answer"
+    assert cells["customdata"] == [[nothing, nothing], [nothing, nothing], ["yes", nothing]]
+    assert all(cell for row in cells["text"] for cell in row)  # must not happen: a blank cell
+    # the Compare page's curves: an unreadable answer holds no answer, a round without one is a gap
+    view = DebateView.from_store(Store(), debate)
+    assert plots.agreement_series(view) == [(1, pytest.approx(1 / 3)), (2, None)]
+    assert plots.entropy_series(view) == [(1, 0.0), (2, None)]

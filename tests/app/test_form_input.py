@@ -32,16 +32,10 @@ def test_start_names_every_problem_in_a_summary_and_beside_each_field():
     at.run()
     at.button(key="start").click().run()
     assert error_keys(at) == {"error_question", "error_rounds", "error_reference", "error_agent_model_1"}
-    lines = summary(at).splitlines()
-    assert lines[0] == "Not started: fix these 4 problems."
-    assert lines[1:] == [
-        "Question: must not be empty",
-        "Model 2: Unknown provider 'nosuchprovider' in 'nosuchprovider/model': the app's Models page (or "
-        "mad_core.models.provider_names()) lists the providers MAD Lab can reach, e.g. openai, anthropic, ollama, "
-        "local.",
-        "Rounds: must be at least 1, got 0",
-        "Reference answer: ordering 'truth_first' needs a reference answer",
-    ]
+    # one line naming the fields in the form's order; each message beside its field
+    assert summary(at) == "Not started: fix Question, Reference answer, Model 2, Rounds (each says why beside it)."
+    assert texts(at.get_by_key("error_agent_model_1")) == \
+        "Unknown provider 'nosuchprovider': the Models page lists the providers."
     assert "must be at least 1, got 0" in texts(at.get_by_key("error_rounds"))
     # must not happen: anything starts or is written while there is a problem
     assert Store().list_debates() == [] and "debate_id" not in at.session_state
@@ -55,7 +49,7 @@ def test_a_fixed_field_loses_its_message_at_once_and_the_others_stay():
     assert error_keys(at) == {"error_question", "error_max_rounds"}
     at.text_area(key="question").set_value("What is the capital of France?").run()
     assert error_keys(at) == {"error_max_rounds"}
-    assert summary(at).splitlines()[1:] == ["Max rounds: must be at least 1, got 0"]
+    assert summary(at) == "Not started: fix Max rounds (each says why beside it)."
 
 
 def test_zero_agents_typed_is_refused_by_name_and_starts_nothing():
@@ -64,11 +58,11 @@ def test_zero_agents_typed_is_refused_by_name_and_starts_nothing():
     assert at.number_input(key="n_agents").value == 0  # the widget takes what is typed...
     assert not [k for k in keys(at) if k.startswith("agent_label_")]
     at.button(key="start").click().run()
-    assert "Number of agents: at least one agent is needed" in summary(at)  # ...and validation refuses it
-    assert "error_n_agents" in error_keys(at)
+    assert "Number of agents" in summary(at)  # ...and validation refuses it
+    assert texts(at.get_by_key("error_n_agents")) == "at least one agent is needed"
     assert Store().list_debates() == [] and live.running() == []
     at.number_input(key="n_agents").set_value(13).run()
-    assert "Number of agents: the form shows at most 12 agents, got 13" in summary(at)
+    assert texts(at.get_by_key("error_n_agents")) == "the form shows at most 12 agents, got 13"
 
 
 def test_the_description_follows_the_option_now_chosen():
@@ -133,6 +127,20 @@ def test_a_preset_keeps_the_question_the_user_wrote_until_asked_for_its_example(
     assert "use_preset_question" not in keys(at)
 
 
+def test_an_out_of_range_rounds_is_the_only_cause_reported_not_max_rounds_below_it():
+    at = with_model(2, "foo/bar")
+    at.number_input(key="rounds").set_value(100_000_000)
+    at.number_input(key="max_rounds").set_value(2)
+    at.run()
+    at.button(key="start").click().run()
+    assert error_keys(at) == {"error_agent_model_2", "error_rounds"}
+    assert texts(at.get_by_key("error_rounds")) == "must be at most 100, got 100000000"
+    # the fields in the form's order (Model 3 is drawn above Rounds); must not happen: a Max rounds error
+    # caused by Rounds alone
+    assert summary(at) == "Not started: fix Model 3, Rounds (each says why beside it)."
+    assert "Max rounds" not in summary(at)
+
+
 def test_a_preset_on_an_empty_form_brings_its_example_question():
     presets = load_presets()
     name = next(n for n, p in presets.items() if p["config"].get("question"))
@@ -146,7 +154,7 @@ def test_unknown_provider_in_the_form_is_one_line():
     at = with_model(0, "foo/bar")
     at.button(key="start").click().run()
     message = texts(at.get_by_key("error_agent_model_0"))
-    assert message.startswith("Unknown provider 'foo' in 'foo/bar'") and "\n" not in message
+    assert message == "Unknown provider 'foo': the Models page lists the providers."  # one short line, no Python
     assert "bedrock" not in message
 
 
@@ -226,7 +234,11 @@ def test_the_user_s_own_task_fields_survive_choosing_a_preset():
     at.selectbox(key="preset").set_value("mallm_consensus").run()
     assert (at.text_input(key="task").value, at.selectbox(key="answer_type").value) == ("Answer yes or no.", "yes_no")
     assert at.text_input(key="reference").value == ""  # must not happen: the preset's "C" comes with it
-    assert "cleared (task instruction, reference answer)" in preset_note(at)
+    # the note says only what is true: the task instruction is the user's own, not a cleared one
+    assert "cleared (reference answer)" in preset_note(at)
+    at.text_input(key="reference").set_value("No, 91 = 7 x 13").run()
+    # must not happen: the note still says the reference is cleared although the user typed one
+    assert "cleared" not in preset_note(at) and "The question is yours" in preset_note(at)
 
 
 def test_the_picker_and_its_caption_say_what_was_changed_from_the_preset():

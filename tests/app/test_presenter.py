@@ -4,7 +4,7 @@ in replay) and the prediction poll (teacher controls, the stage, the students' p
 AppTest never fires `run_every` fragments: every change below comes from a click or a run."""
 from __future__ import annotations
 
-from app_helpers import APP, Feed, app, keys, run_debate, texts
+from app_helpers import APP, Feed, app, keys, run_debate, scripted_debate, texts
 from streamlit.testing.v1 import AppTest
 
 from mad_core import polls
@@ -26,6 +26,11 @@ def presenter(**params) -> AppTest:
     return at
 
 
+def speaking(at: AppTest) -> dict[int, str]:
+    """The highlighted (speaking) columns: agent index -> their text."""
+    return {int(k.rsplit("_", 1)[1]): texts(at.get_by_key(k)) for k in keys(at) if k.startswith("presenter_speaking_")}
+
+
 def student(poll_id: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=30).run()
     at.query_params["poll"] = poll_id
@@ -42,13 +47,13 @@ def test_replay_shows_agents_side_by_side_with_the_last_speaker_highlighted_and_
     assert "What is the capital of France?" in texts(at.get_by_key("presenter_question"))
     # Must not happen: the Debate page's form on the projector, or a speaker / the decision before any step.
     assert not {"question", "start", "n_agents"} & present
-    assert "presenter_speaking" not in present and "decision_card" not in present
+    assert not speaking(at) and "decision_card" not in present
     assert at.session_state["replay"]["playing"] is False  # the presenter starts paused, at the start
     at.button(key="presenter_next").click().run()
     assert "zebrafinch" in texts(at.get_by_key("presenter_agent_0"))
-    assert "Agent 1" in texts(at.get_by_key("presenter_speaking"))
+    assert list(speaking(at)) == [0] and "Agent 1" in speaking(at)[0]
     at.button(key="presenter_next").click().run()
-    assert "Agent 2" in texts(at.get_by_key("presenter_speaking"))
+    assert list(speaking(at)) == [1] and "Agent 2" in speaking(at)[1]
     assert "quokka" in texts(at.get_by_key("presenter_agent_1")) and "zebrafinch" in texts(
         at.get_by_key("presenter_agent_0"))
     at.selectbox(key="presenter_round").set_value(DECISION).run()
@@ -68,8 +73,8 @@ def test_live_debate_highlights_the_streaming_agent_and_k_pauses_it():
         at.switch_page(PRESENTER).run()
         assert not at.exception, at.exception
         assert at.radio(key="presenter_source").value == "live"
-        speaking = texts(at.get_by_key("presenter_speaking"))
-        assert "Agent 2" in speaking and "Half a th" in speaking and "sceptical chemist" in speaking
+        now = speaking(at)[1]
+        assert "Agent 2" in now and "Half a th" in now and "sceptical chemist" in now
         assert "has not spoken yet" in texts(at.get_by_key("presenter_agent_0"))
         pause = at.button(key="presenter_pause")
         assert pause.proto.shortcut and pause.label == "Pause"
@@ -106,23 +111,23 @@ def test_live_columns_say_what_the_speaker_does_in_true_words_and_paused_while_p
                   RoundStarted(1, ["Agent 1", "Agent 2"]),
                   TurnStarted("t1", 1, "Agent 1", "discussion", "scripted/x", []))
         at.run()
-        speaking = texts(at.get_by_key("presenter_speaking"))
-        assert "about to speak" in speaking and "thinking" in speaking
-        assert "has not spoken yet" not in speaking and "🎙️ speaking" not in speaking
+        speaking_now = speaking(at)[0]
+        assert "about to speak" in speaking_now and "thinking" in speaking_now
+        assert "has not spoken yet" not in speaking_now and "🎙️ speaking" not in speaking_now
 
         feed.send(TokenReceived("t1", "Agent 1", "Granite is"))
         at.run()
-        speaking = texts(at.get_by_key("presenter_speaking"))
-        assert "🎙️ speaking" in speaking and "Granite is ▌" in speaking
+        speaking_now = speaking(at)[0]
+        assert "🎙️ speaking" in speaking_now and "Granite is ▌" in speaking_now
 
         at.button(key="presenter_pause").click().run()
         assert feed.debate.controller.paused
-        speaking = texts(at.get_by_key("presenter_speaking"))
-        assert "⏸️ paused" in speaking and "Granite is" in speaking
-        assert "speaking" not in speaking and "▌" not in speaking
+        speaking_now = speaking(at)[0]
+        assert "⏸️ paused" in speaking_now and "Granite is" in speaking_now
+        assert "speaking" not in speaking_now and "▌" not in speaking_now
         assert "live: paused" in texts(at.get_by_key("presenter_stage"))
         at.button(key="presenter_pause").click().run()
-        assert "🎙️ speaking" in texts(at.get_by_key("presenter_speaking"))
+        assert "🎙️ speaking" in speaking(at)[0]
     finally:
         feed.close()
 
@@ -171,7 +176,7 @@ def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_re
     assert "You predicted right" in texts(phone.main)
     assert [dict(r) for r in phone.get_by_key("poll_results").table[0].value.to_dict("records")] == [
         {"answer": "Paris", "predictions": 1, "decision": "✅ the decision"},
-        {"answer": "Lyon", "predictions": 1, "decision": ""}]
+        {"answer": "Lyon", "predictions": 1, "decision": "✗ not the decision"}]
 
 
 def test_student_page_without_a_poll_asks_for_the_code_and_names_an_unknown_one():
@@ -203,3 +208,78 @@ def test_a_student_who_reloads_the_poll_page_still_sees_their_prediction_and_cas
     # Must not happen: the reloaded device counts as a second voter.
     assert polls.results(Store(), poll_id)["total"] == 1
     assert "Paris" in texts(reloaded.get_by_key("poll_mine"))
+
+
+def test_a_simultaneous_round_highlights_every_agent_streaming_now_with_one_line_headings():
+    """Three drafts written at once: every streaming agent's column is highlighted and says so on its
+    caption line. Must not happen: only the last agent to start highlighted while the others' text
+    still grows, or the heading carrying the mark (it wrapped to two lines at 1280 px)."""
+    feed = Feed("d" * 32)
+    config = {"question": "All at once?", "paradigm": "simultaneous",
+              "agents": [{"label": f"Agent {i}", "model": "scripted/x"} for i in (1, 2, 3)]}
+    feed.send(DebateStarted("d" * 32, config), RoundStarted(1, ["Agent 1", "Agent 2", "Agent 3"]),
+              TurnStarted("s1", 1, "Agent 1", "draft", "scripted/x", []),
+              TurnStarted("s2", 1, "Agent 2", "draft", "scripted/x", []),
+              TurnStarted("s3", 1, "Agent 3", "draft", "scripted/x", []),
+              TokenReceived("s1", "Agent 1", "18. 9 is"), TokenReceived("s2", "Agent 2", "91 is not"))
+    try:
+        at = app()
+        at.session_state["debate_id"] = "d" * 32
+        at.switch_page(PRESENTER).run()
+        assert not at.exception, at.exception
+        now = speaking(at)
+        assert sorted(now) == [0, 1, 2]
+        assert "🎙️ speaking" in now[0] and "18. 9 is ▌" in now[0]
+        assert "🎙️ speaking" in now[1] and "about to speak" in now[2]
+        for i in range(3):
+            heading = at.get_by_key(f"presenter_agent_{i}").markdown[0].value
+            assert heading.startswith("### ") and "speaking" not in heading and "·" not in heading, heading
+        feed.send(TurnFinished(Turn("s1", 1, 0, "Agent 1", "draft", "scripted/x", [], "18. 9 is odd")))
+        at.run()
+        assert sorted(speaking(at)) == [1, 2]  # a finished draft is no longer highlighted
+    finally:
+        feed.close()
+
+
+def test_the_poll_link_names_the_machines_network_address_when_the_teacher_is_on_localhost(monkeypatch):
+    """The teacher's browser is on localhost: students get the address Streamlit calls its Network URL;
+    with none to be had, the localhost link stays and a caption says what students need.
+    Must not happen: a localhost link shown to students without a word."""
+    from streamlit import net_util
+    from streamlit.runtime.context import ContextProxy
+
+    from madlab_ui import network
+
+    monkeypatch.setattr(ContextProxy, "url", property(lambda self: "http://localhost:8611/Presenter"))
+    monkeypatch.setattr(net_util, "get_internal_ip", lambda: "192.168.1.23")
+    debate_id = run_debate()
+    poll_id = polls.open_poll(Store(), debate_id, ["Paris", "Lyon"])
+    at = presenter(replay=debate_id)
+    assert texts(at.get_by_key("poll_link")) == f"http://192.168.1.23:8611/Poll?poll={poll_id}"
+    assert "cannot open a localhost link" not in texts(at.get_by_key("poll_stage"))
+
+    monkeypatch.setattr(net_util, "get_internal_ip", lambda: "127.0.0.1")  # no network: Streamlit's own fallback
+    at.run()
+    assert texts(at.get_by_key("poll_link")) == f"http://localhost:8611/Poll?poll={poll_id}"
+    assert "cannot open a localhost link" in texts(at.get_by_key("poll_stage"))
+    # The choice itself: loopback hosts only, the same port; a named host is kept as it is.
+    monkeypatch.setattr(net_util, "get_internal_ip", lambda: "10.0.0.7")
+    assert network.student_netloc("127.0.0.1:8501") == ("10.0.0.7:8501", True)
+    assert network.student_netloc("[::1]:8501") == ("10.0.0.7:8501", True)
+    assert network.student_netloc("school.example:8501") == ("school.example:8501", True)
+    monkeypatch.setattr(network.config, "is_manually_set", lambda name: name == "server.address")
+    monkeypatch.setattr(network.config, "get_option", lambda name: "127.0.0.1")  # listening on loopback only
+    assert network.student_netloc("localhost:8501") == ("localhost:8501", False)
+
+
+def test_a_two_line_reply_keeps_its_line_break_in_the_presenters_column():
+    name = "apptest_presenter_two_lines"
+    data = {"question": "Capital?", "agents": [{"label": f"Agent {i}", "model": f"scripted/{name}"} for i in (1, 2)],
+            "rounds": 1, "max_rounds": 1, "protocol": "simple_voting"}
+    debate_id = scripted_debate(name, ["first line of it\nsecond line, Paris"] * 4, data)
+    at = presenter(replay=debate_id)
+    at.button(key="presenter_next").click().run()
+    bodies = [m.value for m in at.get_by_key("presenter_agent_0").markdown]
+    assert any(b.startswith("first line of it  \nsecond line, Paris") for b in bodies), bodies
+    # Must not happen: the two lines handed to Markdown as one paragraph (it joins them).
+    assert not any("first line of it\nsecond line" in b for b in bodies)

@@ -7,6 +7,7 @@ import io
 import json
 
 from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, open_debate, run_debate, texts
+from streamlit.testing.v1 import AppTest
 
 from mad_core import live
 from mad_core.config import DebateConfig
@@ -175,3 +176,41 @@ def test_interrupted_debate_resumes_in_the_background():
     assert at.session_state["debate_id"] == debate_id
     join(debate_id)
     assert Store().get_debate(debate_id)["status"] == "finished"
+
+
+def title(at) -> str:
+    return at.get_by_key("debate_title").header[0].value
+
+
+def _param(at, name: str):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def test_the_opened_debate_is_in_the_url_and_a_reload_or_pasted_link_opens_it():
+    debate_id = run_debate("Which bridge is the oldest in Paris?")
+    other = run_debate("Which ocean is the largest?")
+    at = open_debate(debate_id)
+    assert _param(at, "open") == debate_id
+    assert "Which bridge is the oldest in Paris?" == title(at)
+    # The list is folded under "Back to the list" while the debate is open.
+    assert {"back_to_list", "debate_list_box", "turn_0"} <= keys(at)
+    assert at.session_state["debate_list_box"] is False
+
+    # A reload (a new session with the same URL) or a pasted link: the same debate, opened.
+    for token in (_param(at, "session"), None):
+        reloaded = AppTest.from_file(APP, default_timeout=30)
+        if token:
+            reloaded.query_params["session"] = token
+        reloaded.query_params["open"] = debate_id
+        reloaded.run()
+        reloaded.switch_page(TRANSCRIPTS).run()
+        assert not reloaded.exception, reloaded.exception
+        assert "Which bridge is the oldest in Paris?" == title(reloaded)
+        assert "quokka" in texts(reloaded.get_by_key("turn_1"))
+        # Must not happen: the list alone, nothing opened; or the Debate page's watched debate set by it.
+        assert "back_to_list" in keys(reloaded) and "debate_id" not in reloaded.session_state
+
+    at.button(key="back_to_list").click().run()
+    assert "open" not in at.query_params and "turn_0" not in keys(at) and "debate_title" not in keys(at)
+    assert set(listed(at)) >= {debate_id[:8], other[:8]}

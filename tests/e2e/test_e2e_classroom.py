@@ -129,7 +129,7 @@ def test_presenter_shows_agents_side_by_side_and_highlights_the_speaker(page, se
     start(page)
     page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Presenter", exact=True).click()
     columns = [by_key(page, f"presenter_agent_{i}") for i in range(3)]
-    speaking = by_key(columns[0], "presenter_speaking")
+    speaking = by_key(columns[0], "presenter_speaking_0")
     expect(speaking).to_contain_text("speaking", timeout=LIVE_TIMEOUT)
     expect(speaking).to_contain_text("paw01", timeout=LIVE_TIMEOUT)
     boxes = [column.bounding_box() for column in columns]
@@ -138,7 +138,7 @@ def test_presenter_shows_agents_side_by_side_and_highlights_the_speaker(page, se
     font = page.evaluate("e => parseFloat(getComputedStyle(e).fontSize)",
                          speaking.locator('[data-testid="stMarkdownContainer"] p').last.element_handle())
     assert font >= 22, f"the presenter's text is not big: {font}px"
-    expect(by_key(page, "presenter_speaking")).to_have_count(1)
+    expect(page.locator('[class*="st-key-presenter_speaking_"]')).to_have_count(1)  # one after another here
     # Must not happen: the Debate page's form on the projector.
     expect(by_key(page, "question")).to_have_count(0)
     expect(by_key(page, "start")).to_have_count(0)
@@ -187,6 +187,12 @@ def test_poll_from_two_devices_hidden_until_the_reveal(page, server, script, bro
         for _, phone in students:  # the students' pages learn of the reveal by themselves
             expect(by_key(phone, "poll_results")).to_contain_text("Predicted right (1 of 2): Bo")
         expect(students[1][1].get_by_text("You predicted right")).to_be_visible()
+        ada = students[0][1]  # predicted Lyon: told what the debate decided, in words and in the table
+        expect(by_key(ada, "poll_decision")).to_contain_text("The debate decided: Paris")
+        cells = by_key(ada, "poll_results").locator("tbody tr").evaluate_all(
+            "rows => rows.map(r => r.lastElementChild.innerText.trim())")
+        # Must not happen: an empty decision cell.
+        assert len(cells) == 2 and all(cells), cells
         expect_no_exception(page)
     finally:
         for context, _ in students:
@@ -245,4 +251,63 @@ def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_col
     assert_in_view(page, "decision_answer", "poll_results", "poll_count", "presenter_agent_0")
     heights = page_heights(page)
     assert heights["document"] <= heights["window"] and heights["main"] <= heights["main_view"], heights
+    expect_no_exception(page)
+
+
+LONG_ANSWER = "The truth about how a number's prime factorization relates to its square is an interesting topic"
+
+
+def rambling_reply(messages, info) -> str:
+    """The trial's worst case: turns that start "18." (a numbered list in markdown), long extracted
+    answers, and ballots that name no solution (no winner: the fallback rule decides, with a note)."""
+    kind, agent = info["metadata"].get("kind", "discussion"), info["metadata"].get("agent", "Agent 1")
+    if kind == "vote":
+        return "I cannot decide between these."
+    if kind == "extraction":
+        return f"{LONG_ANSWER} ({agent})"
+    words = " ".join(f"filler{i:03d}" for i in range(60))
+    final = "Lyon" if agent == "Agent 3" else "Paris"  # the poll's options, as in agent_reply
+    return f"18. 9 is a prime number, says the {WORDS.get(agent, 'okapi')}: {words}\nFinal answer: {final}"
+
+
+def test_projector_decision_beside_an_open_poll_fits_1280x720(page, server, script):
+    """1280x720, a poll open and a finished debate whose decision has a long answer and a fallback note,
+    replayed to its decision: the answer is readable beside the poll, the agents and the keys' row in
+    view, the link whole (sidebar closed and open), a "18." list marker inside its column. Must not
+    happen: the answer squeezed into a letter-per-line column, the agents pushed below the screen,
+    or the link cut before its poll id."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    poll_opened_on_the_third_turn(page, server, script, "Is 91 a prime number? Explain briefly, and say why.",
+                                  reply=rambling_reply)
+    poll_id = re.search(r"poll=(\w+)", by_key(page, "poll_link").inner_text()).group(1)
+    marker = page.evaluate("""() => {
+        const box = document.querySelector('.st-key-presenter_text_0'), li = box.querySelector('li');
+        return li && {inside: getComputedStyle(li.parentElement).listStylePosition === 'inside',
+                      li: li.getBoundingClientRect().left, box: box.getBoundingClientRect().left};
+    }""")
+    assert marker and marker["inside"] and marker["li"] >= marker["box"], marker  # "18." drawn inside the box
+    close_sidebar(page)
+    step_to_the_decision(page)
+    wait_for_idle(page)
+    expect(by_key(page, "decision_answer")).to_contain_text("The truth about")
+    expect(by_key(page, "decision_card")).to_contain_text("Fallback rule")
+    for sidebar in ("closed", "open"):
+        answer = by_key(page, "decision_answer").bounding_box()
+        assert answer["width"] > 300 and answer["height"] < 400, (sidebar, answer)
+        card = by_key(page, "decision_card").bounding_box()
+        assert card["height"] < 400, (sidebar, card)
+        for i in range(3):  # every agent's column starts on the screen
+            top = by_key(page, f"presenter_agent_{i}").bounding_box()["y"]
+            assert top < 720 - 100, (sidebar, i, top)
+        assert_in_view(page, "poll_link", "presenter_question")
+        if sidebar == "closed":
+            assert_in_view(page, "presenter_controls", "presenter_next", "presenter_agent_0", "presenter_agent_2")
+        link = by_key(page, "poll_link")
+        expect(link).to_contain_text(poll_id)
+        cut = link.locator("pre").evaluate("e => e.scrollWidth - e.clientWidth")
+        assert cut <= 1, (sidebar, cut)  # the link wraps, nothing scrolled out of its box
+        # The e2e server listens on 127.0.0.1 only: the link keeps it, and says what students need.
+        expect(by_key(page, "poll_stage")).to_contain_text("cannot open a localhost link")
+        open_sidebar(page)
+        wait_for_idle(page)
     expect_no_exception(page)

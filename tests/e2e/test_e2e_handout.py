@@ -2,7 +2,8 @@
 Chromium and prints it to PDF; the charts show the PNG camera and download as HTML.
 
 Must not happen: the handout runs anything (an alert dialog, a script element, the model's
-<img onerror>), or the charts' answer labels run into each other."""
+<img onerror>), the charts' answer labels run into each other, or a chart's caption is split from
+it by a page break."""
 from __future__ import annotations
 
 import os
@@ -57,6 +58,21 @@ def test_handout_opens_and_prints_without_running_anything(page, browser, server
     expect(reader.locator(".note").first).to_contain_text("good point check <script>alert('note')</script> this")
     expect(reader.locator("figure img")).to_have_count(5, timeout=LIVE_TIMEOUT)  # no accuracy chart: no reference
     assert reader.evaluate("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+    # Each chart stays with its caption where the page breaks: laid out in page-tall columns (the
+    # same fragmentation rules as pages), no figure's image and caption land in different columns.
+    reader.emulate_media(media="print")
+    split = reader.evaluate("""() => {
+        document.body.style.cssText = 'columns: 700px; column-gap: 40px; column-fill: auto; height: 900px;'
+            + 'max-width: none; width: 40000px';
+        return [...document.querySelectorAll('figure')].filter(f => {
+            const img = f.querySelector('img').getBoundingClientRect();
+            const caption = f.querySelector('figcaption').getBoundingClientRect();
+            return Math.abs(img.left - caption.left) > 1 || caption.top < img.bottom - 1;
+        }).map(f => f.querySelector('img').alt);
+    }""")
+    assert split == []  # must not happen: a caption at the top of the next page, away from its chart
+    reader.reload()
+    reader.emulate_media(media="screen")
     pdf = reader.pdf(format="A4", print_background=True)
     pages = pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages")
     assert pdf.startswith(b"%PDF") and pages >= 2, pages  # the round starts on a page of its own

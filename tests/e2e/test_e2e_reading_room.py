@@ -1,5 +1,6 @@
 """The reading room in the browser: tag a turn with a new codebook tag, rename the tag, filter the
-list by it and download the annotation CSV; read two annotated debates side by side in Compare.
+list by it and download the annotation CSV; read two annotated debates side by side in Compare;
+Open brings the debate into view at 1280x720 and a reload (the URL) keeps it open.
 
 The debates are run here, in the test's process, each on a scripted model registered in it for
 that debate, and written to the server's database (the `store` fixture): the server only reads them.
@@ -81,6 +82,8 @@ def test_tag_rename_filter_and_export_annotations(page, server, store):
     expect(page.locator("body")).not_to_contain_text(first_name)
     assert store.tag(first_name) is None and [a["tag"] for a in store.annotations(tagged)] == [second_name]
 
+    open_disclosure(page, "debate_list_box")  # the list, folded while a debate is open
+    wait_for_idle(page)
     choose(page, "tag_filter", second_name)
     expect(key(page, f"debate_row_{tagged[:8]}")).to_be_visible()
     expect(key(page, f"debate_row_{tagged[:8]}")).to_contain_text(second_name)
@@ -182,4 +185,43 @@ def test_an_opened_debate_shows_full_button_labels_and_deletes_one_annotation(pa
     expect(turn(page, 1)).to_contain_text("kept note")
     # Must not happen: the other annotation on the same turn deleted with it.
     assert [a["id"] for a in store.annotations(debate_id)] == [kept]
+    expect_no_exception(page)
+
+
+def test_open_brings_the_debate_into_view_and_a_reload_keeps_it_open(page, server, store):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    question = unique("In view: which city is the capital of France?")
+    target = run_debate(store, question, "iv")
+    for _ in range(8):  # newer debates: the target's row is far down the list
+        run_debate(store, unique("Listed above it: which river crosses Paris?"), "la")
+    open_app(page, server.url, "/Transcripts")
+    expect(key(page, f"debate_row_{target[:8]}")).to_be_visible()
+    page.mouse.move(640, 300)
+    page.mouse.wheel(0, 20_000)  # the page scrolled as far as it goes, as a researcher reading the list does
+    key(page, f"open_{target[:8]}").scroll_into_view_if_needed()  # and the list down to its last row
+    expect(key(page, f"open_{target[:8]}")).to_be_in_viewport()
+    click(page, f"open_{target[:8]}")
+    title = key(page, "debate_title")
+    expect(title).to_contain_text(question, timeout=LIVE_TIMEOUT)
+    wait_for_idle(page, timeout=LIVE_TIMEOUT)
+    expect(title).to_be_in_viewport()
+    box = title.bounding_box()
+    assert box and 0 <= box["y"] and box["y"] + box["height"] <= 720, box
+    shots = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent))
+    page.screenshot(path=str(shots / "opened_debate_1280x720.png"))
+    # Must not happen: the list still on screen above the debate.
+    expect(key(page, "debate_list")).not_to_be_visible()
+    assert f"open={target}" in page.url
+
+    page.reload()
+    wait_for_idle(page, timeout=LIVE_TIMEOUT)
+    expect(turn(page, 1)).to_contain_text("ivb", timeout=LIVE_TIMEOUT)
+    expect(key(page, "debate_title")).to_contain_text(question)
+    # Must not happen: the reload shows the list alone, the debate closed.
+    expect(key(page, "debate_list")).not_to_be_visible()
+
+    click(page, "back_to_list")
+    expect(key(page, f"debate_row_{target[:8]}")).to_be_visible()
+    expect(key(page, "debate_title")).to_have_count(0)
+    assert "open=" not in page.url
     expect_no_exception(page)

@@ -76,7 +76,7 @@ def test_choice_correctness():
     ("1e3", 1000), ("2.5e-1", Fraction(1, 4)), ("1e400", 10 ** 400),
     ("1234567890123456789012345678901234567890", 1234567890123456789012345678901234567890),
     (r"\boxed{\frac{3}{4}}", Fraction(3, 4)), ("Final answer: 10 - 3 = 7", 7),
-    ("So after 2 years she has 121 dollars.", 121), ("Final answer: 12 apples (3 per basket)", 12),
+    ("So in the end she has 121 dollars.", 121), ("Final answer: 12 apples (3 per basket)", 12),
     ("9.8 m/s^2", Fraction(49, 5)), ("The answer is four.", 4), ("1/2.", Fraction(1, 2)), ("5km", 5),
     ("The answer is $-5", -5), ("-0", 0), ("Reasoning 3 + 4.\nFinal answer: **15** km/h", 15),
     ('{"answer": 15}', 15), ("€2,500", 2500),
@@ -92,6 +92,30 @@ def test_number_values(text, expected):
 def test_number_invalid(text, reason):
     reading = read_answer("number", text)
     assert reading.value is None and reason in reading.reason
+
+
+@pytest.mark.parametrize("text, expected", [
+    # an explicit marker wins over the other numbers of the reply
+    (r"0.11 or 0.9? \boxed{0.9}", Fraction(9, 10)), ("Compared 0.11 with 0.9.\nFinal answer: 0.9", Fraction(9, 10)),
+    ("The answer is 0.9, not 0.11", Fraction(9, 10)),
+    ("I compared them and the answer is 0.9 (not 0.11)", Fraction(9, 10)),
+    ("0.9 - 0.11 = 0.79", Fraction(79, 100)), ("50%, i.e. 0.5", Fraction(1, 2)), ("12 and 12 again", 12),
+])
+def test_number_marker_wins(text, expected):
+    assert value("number", text) == expected
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("0.11 is the larger of 0.9", "several numbers: 0.11, 0.9"),
+    ("The larger is 0.11, not 0.9", "several numbers: 0.11, 0.9"),
+    ("0.9 is larger than 0.11", "several numbers: 0.9, 0.11"),
+    ("So after 2 years she has 121 dollars.", "several numbers: 2, 121"),
+    ("It is three, or maybe four", "several numbers: three, four"),
+])
+def test_number_several_unmarked_numbers_are_unreadable(text, reason):
+    reading = read_answer("number", text)
+    assert reading.value is None and reading.reason == reason  # must not: silently the last (or first) one
+    assert is_correct("number", text, "0.9") is False and is_correct("number", text, "0.11") is False
 
 
 def test_number_identity_is_exact():

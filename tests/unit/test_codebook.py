@@ -318,3 +318,37 @@ def test_annotation_csv_has_one_row_per_annotation_with_its_turn_and_context(sto
     assert [r["debate_id"] for r in only] == ["d2"]
     # Must not happen: any cell that a spreadsheet would run as a formula.
     assert not any(value.startswith(("=", "+", "-", "@")) for row in rows for value in row.values())
+
+
+def test_annotation_csv_context_is_what_the_transcript_shows_before_the_turn_a_moderator_message_included(store):
+    debate(store, "d1", texts=("first reply", "answers the moderator", "third turn"))
+    # Between Agent 1's turn (started at 100) and Agent 2's (101): a pause (no context) and a message to Agent 2.
+    store.record(SteeringApplied(action="pause", ts=100.4), "d1")
+    store.record(SteeringApplied(action="message", targets=["Agent 2"], message="=think of flamingos", ts=100.5), "d1")
+    store.annotate("d1", "t1", "flip")
+    store.annotate("d1", "t2", "error")
+    rows = list(csv.DictReader(io.StringIO(store.annotations_csv("d1"))))
+    after_message, after_turn = rows
+    assert (after_message["previous_kind"], after_message["previous_agent"], after_message["previous_to"],
+            after_message["previous_text"]) == ("moderator message", "Moderator", "Agent 2", "'=think of flamingos")
+    # Must not happen: the moderator message skipped, Agent 1's reply given as what Agent 2 answered.
+    assert after_message["previous_text"] != "first reply"
+    assert (after_turn["previous_kind"], after_turn["previous_agent"], after_turn["previous_to"],
+            after_turn["previous_text"]) == ("discussion", "Agent 2", "", "answers the moderator")
+    assert [(r["round"], r["turn_seq"], r["copied_from_parent"]) for r in rows] == [("1", "1", "no"), ("1", "2", "no")]
+
+
+def test_annotation_csv_marks_a_forks_turns_copied_from_its_parent(store):
+    debate(store, "parent")
+    cfg = {"question": "Question of parent?", "protocol": "simple_voting", "paradigm": "memory",
+           "agents": [{"label": "Agent 1", "model": "scripted/a"}, {"label": "Agent 2", "model": "scripted/b"}]}
+    store.create_debate("fork", cfg, parent_id="parent", forked_from_seq=1)
+    for seq, agent, text in ((0, "Agent 1", "one"), (1, "Agent 2", "two"), (2, "Agent 1", "new in the fork")):
+        store.record(TurnFinished(turn=turn(seq, agent, text)), "fork")
+    store.record(DebateFinished(status="finished"), "fork")
+    for turn_id in ("t0", "t1", "t2"):
+        store.annotate("fork", turn_id, "flip")
+    rows = list(csv.DictReader(io.StringIO(store.annotations_csv("fork"))))
+    assert [(r["turn_id"], r["turn_seq"], r["copied_from_parent"]) for r in rows] == \
+        [("t0", "0", "yes"), ("t1", "1", "yes"), ("t2", "2", "no")]
+    assert rows[2]["text"] == "new in the fork" and rows[2]["previous_text"] == "two"
