@@ -436,13 +436,27 @@ def _complete_pairs(body: str) -> dict[str, Any] | None:
     return None if "}" in body[at:] else pairs
 
 
+_JSON_DEPTH = 64  # deeper JSON is no reply: the parser's limit would depend on the stack in use
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?+')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _nesting(body: str) -> int:
+    """How deep the brackets of a JSON text nest (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", body)):
+        depth = depth + 1 if bracket in "[{" else depth - 1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 @never_raises(_no_value)
 def json_reply(text: str | None, partial: bool = False) -> dict[str, Any] | None:
     """The reply as one JSON object, the form a backend with constrained output gives, or None.
 
     The whole reply must be the object, after a reasoning block (`...</think>`) and inside
     an optional ```json code fence; JSON inside other text is no JSON reply (the text
-    readers take it). An object that gives a key twice, is nested too deep for the parser,
+    readers take it). An object that gives a key twice, nests more than 64 levels deep,
     or holds a number of more than 4,300 digits is None too. Linear time (Python's JSON
     scanner), never raises.
 
@@ -466,6 +480,8 @@ def json_reply(text: str | None, partial: bool = False) -> dict[str, Any] | None
     if fence is None and partial and body.startswith("{") and not body.endswith("}"):
         return _complete_pairs(body)
     if not (body.startswith("{") and body.endswith("}")):
+        return None
+    if _nesting(body) > _JSON_DEPTH:  # decided here, not by how deep the caller's stack already is
         return None
     try:
         return json.loads(body, object_pairs_hook=_unique_keys)

@@ -57,30 +57,32 @@ def open_debate_page(page: Page, url: str) -> None:
     expect(key(page, "start")).to_be_visible(timeout=60_000)
 
 
-def set_text(page: Page, name: str, value: str) -> None:
-    """Fill a text_input or text_area and commit it (Enter / Ctrl+Enter)."""
-    field = key(page, name).locator("textarea, input").first
-    field.fill(value)
-    is_area = field.evaluate("e => e.tagName") == "TEXTAREA"
-    field.press("Control+Enter" if is_area else "Enter")
-    expect(field).to_have_value(value)
-    wait_for_idle(page)
-
-
-def set_number(page: Page, name: str, value: int | float) -> None:
-    """Type `value` into the number field keyed `name` and commit it (Enter)."""
-    field = key(page, name).locator("input")
+def _type(page: Page, field, value: str, commit: str) -> None:
+    """Fill `field` with `value` and commit it (`commit`: the key pressed). A redraw in the middle of
+    fill may put the old text back, or keep it beside the new: then type it again (3 tries)."""
     for attempt in range(3):
-        field.fill(str(value))
-        field.press("Enter")
-        try:  # the run the last commit started may redraw the field over what was typed: type it again
-            expect(field).to_have_value(str(value), timeout=5_000)
+        field.fill(value)
+        field.press(commit)
+        try:
+            expect(field).to_have_value(value, timeout=5_000)
             break
         except AssertionError:
             if attempt == 2:
                 raise
             wait_for_idle(page)
     wait_for_idle(page)
+
+
+def set_text(page: Page, name: str, value: str) -> None:
+    """Fill a text_input or text_area and commit it (Enter / Ctrl+Enter)."""
+    field = key(page, name).locator("textarea, input").first
+    is_area = field.evaluate("e => e.tagName") == "TEXTAREA"
+    _type(page, field, value, "Control+Enter" if is_area else "Enter")
+
+
+def set_number(page: Page, name: str, value: int | float) -> None:
+    """Type `value` into the number field keyed `name` and commit it (Enter)."""
+    _type(page, key(page, name).locator("input"), str(value), "Enter")
 
 
 def choose(page: Page, name: str, value: str) -> None:

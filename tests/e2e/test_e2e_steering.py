@@ -260,6 +260,8 @@ def test_every_control_answers_while_the_default_model_streams(page, server, sto
 
     timed_click(page, "pause", "steering_status", r"paused", LOCAL)
     expect_status(page, "paused")
+    # The transcript is redrawn by the live page's own tick: its turns then say "paused", never "streaming".
+    expect(key(page, "transcript")).not_to_contain_text("streaming")
     held = key(page, "transcript").inner_text()
     ticks(page)
     # Must not happen: a paused debate's text still grows.
