@@ -489,3 +489,17 @@ def test_never_raises_passes_results_through():
     assert reader("ok") == "OK"
     assert reader("") == "IndexError"
     assert reader.__name__ == "reader"
+
+
+def test_deeply_nested_json_reads_the_same_at_any_stack_depth():
+    """JSON nested past 64 levels is no JSON reply, however deep the caller's stack already is
+    (Python's parser fails by stack depth: one reply once gave two verdicts)."""
+    deep = '{"answer": ' + "[" * 300 + "]" * 300 + "}"
+
+    def nested(depth: int) -> Verdict:
+        return read_judge_verdict(deep) if depth == 0 else nested(depth - 1)
+
+    assert answers.json_reply(deep) is None
+    assert answers.json_reply('{"answer": ' + "[" * 63 + "]" * 63 + "}") is not None  # 64 levels in all
+    readings = {nested(depth) for depth in (0, 200, 600, 900)}
+    assert len(readings) == 1, readings  # must not happen: the reading changing with the stack
