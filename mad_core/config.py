@@ -93,11 +93,14 @@ def reply_max_tokens(phase: str | None, agent_max_tokens: int, solutions: int = 
 
 
 class ConfigError(ValueError):
-    """A configuration value that cannot run; `field` names where it is (e.g. "agents[1].label")."""
+    """A configuration value that cannot run; `field` names where it is (e.g. "agents[1].label").
+    `depends_on`: the other fields a rule over several compares it with (`problems` leaves the rule
+    out while one of them is at fault itself: its first cause is reported, not this consequence)."""
 
-    def __init__(self, field_name: str, message: str):
+    def __init__(self, field_name: str, message: str, depends_on: tuple[str, ...] = ()):
         self.field = clip(one_line(str(field_name)), MAX_FIELD_CHARS)
         self.message = clip(one_line(str(message)), MAX_MESSAGE_CHARS)
+        self.depends_on = tuple(depends_on)
         super().__init__(f"{self.field}: {self.message}")
 
 
@@ -208,6 +211,8 @@ class DebateConfig:
             except ConfigError as exc:
                 if agents_broken and exc.field.startswith(("agents", "connectivity")):
                     continue
+                if any(seen.field in exc.depends_on for seen in found):
+                    continue  # a rule over a field that is wrong itself: its first cause is reported
                 if all(exc.field != seen.field for seen in found):  # one problem a field: the first
                     found.append(exc)
             except Exception:  # noqa: BLE001 - a rule over a field already at fault
@@ -269,7 +274,8 @@ class DebateConfig:
 
     def _check_round_limits(self) -> None:
         if self.max_rounds < self.rounds:
-            raise ConfigError("max_rounds", f"must be at least rounds ({self.rounds}), got {self.max_rounds}")
+            raise ConfigError("max_rounds", f"must be at least rounds ({self.rounds}), got {self.max_rounds}",
+                              depends_on=("rounds",))
 
     def _agent_checks(self, check_model: Callable[[str, Any], None]) -> Iterator[Callable[[], None]]:
         if not isinstance(self.agents, list) or not self.agents:

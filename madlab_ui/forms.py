@@ -268,11 +268,7 @@ def problems(state=None) -> list[tuple[str, str, str]]:
     if int(state["n_agents"] or 0) > MAX_AGENTS:  # the form's own limit (a config file may have more)
         found.append(("n_agents", label_of("n_agents"), f"the form shows at most {MAX_AGENTS} agents, "
                                                         f"got {state['n_agents']}"))
-    errors = DebateConfig.problems(form_config(state))
-    at_fault = {exc.field for exc in errors}
-    for exc in errors:
-        if any(other != exc.field and re.search(rf"\b{re.escape(other)}\b", exc.message) for other in at_fault):
-            continue  # a rule over another field that is wrong itself (max_rounds >= rounds): its first cause only
+    for exc in DebateConfig.problems(form_config(state)):  # a rule over a field at fault is left out there
         key = widget_for(exc.field)
         found.append((key, label_of(key) if key != "form" else exc.field, exc.message))
     return sorted(found, key=lambda problem: _form_position(problem[0]))

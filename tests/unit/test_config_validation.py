@@ -289,3 +289,12 @@ def test_any_mutation_of_a_valid_config_is_a_config_or_a_config_error(data):
         if not isinstance(agents_now, list) or not agents_now or not all(isinstance(a, dict) for a in agents_now):
             break
     outcome(config)
+
+
+def test_problems_give_the_first_cause_not_the_rule_over_a_field_already_at_fault():
+    data = {"question": "q", "agents": [{"label": "A", "model": "scripted/x"}], "rounds": 100000000, "max_rounds": 2}
+    assert [exc.field for exc in DebateConfig.problems(data, check_models=False)] == ["rounds"]
+    # the rule itself still holds when rounds is fine
+    fine = {**data, "rounds": 3}
+    assert [(e.field, e.message) for e in DebateConfig.problems(fine, check_models=False)] == [
+        ("max_rounds", "must be at least rounds (3), got 2")]
