@@ -63,11 +63,18 @@ def test_a_forced_decision_lets_the_turn_finish_then_collects_every_ballot(scrip
 
 def test_stop_cuts_the_votes_under_way_and_names_why_they_were_not_cast(script):
     controller = Controller()
+    # All three ballots are under way before the Stop (a gate, not a timing window): each vote call waits at
+    # the barrier, one of them stops the debate, and none replies before the Stop was made.
+    all_voting = threading.Barrier(3, timeout=30)
+    stopped = threading.Event()
 
     def reply(messages, info):
         if info["metadata"]["kind"] == "vote":
-            controller.stop()  # the ballots are cut at their next piece
-            return "I vote for solution 1 " * 20
+            if all_voting.wait() == 0:
+                controller.stop()
+                stopped.set()
+            assert stopped.wait(30)
+            return "I vote for solution 1 " * 20  # cut at its next piece
         return "42" if info["metadata"]["kind"] == "extraction" else "Six sevens.\nFinal answer: 42"
 
     model, _ = script(reply, token_delay=0.01)
