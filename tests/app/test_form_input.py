@@ -183,13 +183,15 @@ def test_a_question_kept_across_presets_is_not_graded_by_either_presets_referenc
     assert at.text_input(key="reference").value == "9"  # the preset's question comes with its reference
     at.text_area(key="question").set_value("Is 91 a prime number?").run()
     assert (at.text_input(key="reference").value, at.text_input(key="task").value) == ("", "")
+    assert at.selectbox(key="answer_type").value == "text"
     assert "The question is yours: what the preset set for its example question is cleared (task instruction, " \
-           "reference answer)." in preset_note(at)
+           "reference answer, answer type)." in preset_note(at)
     at.selectbox(key="preset").set_value("mallm_consensus").run()
     assert at.text_area(key="question").value == "Is 91 a prime number?"
     assert (at.text_input(key="reference").value, at.text_input(key="task").value) == ("", "")
+    assert at.selectbox(key="answer_type").value == "text"
     assert at.selectbox(key="protocol").value == "majority_consensus"  # the preset's mechanics apply
-    assert "cleared (task instruction, reference answer)" in preset_note(at)
+    assert "cleared (task instruction, reference answer, answer type, answer options)" in preset_note(at)
     fill(at, question="Is 91 a prime number?")
     at.checkbox(key="auto_personas").uncheck()
     at.button(key="start").click().run()
@@ -235,10 +237,11 @@ def test_the_user_s_own_task_fields_survive_choosing_a_preset():
     assert (at.text_input(key="task").value, at.selectbox(key="answer_type").value) == ("Answer yes or no.", "yes_no")
     assert at.text_input(key="reference").value == ""  # must not happen: the preset's "C" comes with it
     # the note says only what is true: the task instruction is the user's own, not a cleared one
-    assert "cleared (reference answer)" in preset_note(at)
+    assert "cleared (reference answer, answer options)" in preset_note(at)
     at.text_input(key="reference").set_value("No, 91 = 7 x 13").run()
     # must not happen: the note still says the reference is cleared although the user typed one
-    assert "cleared" not in preset_note(at) and "The question is yours" in preset_note(at)
+    assert "reference answer" not in preset_note(at) and "cleared (answer options)" in preset_note(at)
+    assert "The question is yours" in preset_note(at)
 
 
 def test_the_picker_and_its_caption_say_what_was_changed_from_the_preset():
@@ -282,9 +285,11 @@ def test_a_presets_value_sent_back_by_a_browser_that_missed_the_clearing_is_clea
     assert at.text_input(key="reference").value == ""
     at.text_input(key="reference").set_value("9")  # the browser's stale value, sent with the next click
     at.text_input(key="task").set_value("Answer with a number.")
+    at.selectbox(key="answer_type").set_value("number")
     at.selectbox(key="preset").set_value("mallm_consensus").run()
     # must not happen: Du's hidden "9" kept as if it were the user's own reference under MALLM's preset
     assert (at.text_input(key="reference").value, at.text_input(key="task").value) == ("", "")
+    assert at.selectbox(key="answer_type").value == "text"
     assert at.text_area(key="question").value == "Is 91 a prime number?"
     at.run()  # a run with the cleared values: settled
     assert at.session_state["preset_task"] == {}

@@ -113,7 +113,7 @@ def test_a_preset_keeps_a_typed_question_but_not_the_presets_reference(page, ser
     # must not happen: either preset's hidden reference (or task instruction) left to grade this question
     expect(reference).to_have_value("")
     expect(task).to_have_value("")
-    expect(key(page, "preset_note")).to_contain_text("cleared (task instruction, reference answer)")
+    expect(key(page, "preset_note")).to_contain_text("cleared (task instruction, reference answer, answer type, answer options)")
     expect(key(page, "preset_note")).to_contain_text("The preset set the other settings.")
     # a setting changed from the preset: the picker and its caption say which
     choose(page, "protocol", "simple_voting")

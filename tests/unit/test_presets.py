@@ -18,6 +18,7 @@ from mad_core import DebateConfig, DebateEngine
 from mad_core.config import DEFAULT_MODEL
 from mad_core.events import DebateFinished, DecisionReached, TurnFinished, VoteCast
 from mad_core.presets import PRESET_DIR, load_presets
+from mad_core.tasks.answer_types import DebateAnswerType, is_correct, read_answer
 
 OFFLINE_MODEL = "local/smollm2-135m"
 PRESETS = load_presets()
@@ -214,6 +215,28 @@ def test_preset_names_its_paper_and_sections(name):
     header = text.split("\ntitle:", 1)[0]
     assert header.startswith("#") and f"seed {seeds[0]}" in header
     assert "Where each value comes from" in header and "Gaps" in header
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_preset_grades_its_reference_with_its_answer_type(name):
+    # A preset with a reference says how answers are read, so accuracy and the "correct" mark mean
+    # something: free text would grade "The farmer has 9 sheep left." wrong against "9".
+    cfg = preset_config(name)
+    kind = DebateAnswerType.of(PRESETS[name]["config"])
+    assert cfg.reference and kind.kind != "text", name
+    assert read_answer(kind.kind, cfg.reference, **kind.keywords).valid
+    # Must not happen: the reference itself (stated as an agent would) graded wrong.
+    assert is_correct(kind.kind, f"After checking each step, the answer is {cfg.reference}.", cfg.reference,
+                      **kind.keywords)
+
+
+def test_preset_answer_types_grade_a_plain_right_answer():
+    du, madc = PRESETS["du_simultaneous"]["config"], PRESETS["madc_truth_last"]["config"]
+    assert is_correct("number", "The farmer has 9 sheep left.", du["reference"])
+    assert is_correct("choice", "The answer is (D) The minivan is the second-newest.", madc["reference"],
+                      choices=madc["answer_options"])
+    assert not is_correct("choice", "The answer is (C) The sedan is the second-newest.", madc["reference"],
+                          choices=madc["answer_options"])
 
 
 # ----- the paper's values, field by field ------------------------------------------------------------
