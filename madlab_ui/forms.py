@@ -407,10 +407,23 @@ def _changed_names(changed: list[str], most: int | None = None) -> str:
     return ", ".join(names)
 
 
+def preset_size(config: dict[str, Any]) -> str:
+    """How big a preset's debate is, before anyone starts it: agents, rounds and the model calls they imply
+    (`live.plan_calls`); a small local model answers them one after another."""
+    plan = live.plan_calls(config)
+    agents, rounds = len(config.get("agents") or []), int(config.get("rounds") or 1)
+    fewest, most = plan.total(rounds), plan.total(plan.max_rounds)
+    calls = f"about {fewest} model calls" if fewest == most else f"about {fewest} to {most} model calls"
+    return (f"Size: {agents} agent{'s' if agents != 1 else ''}, {rounds} round{'s' if rounds != 1 else ''}: "
+            f"{calls}. On the small default model each call takes seconds to a minute; the progress bar "
+            f"shows the time left once it runs.")
+
+
 def _render_preset_note(chosen: str, presets: dict[str, Any], changed: list[str]) -> None:
     """Under the picker: the preset's source, whose question it is, what of the preset was cleared or changed."""
     with st.container(key="preset_note"):
         st.caption(f"Source: {presets[chosen]['source']}")
+        st.caption(preset_size(presets[chosen]["config"]))
         if st.session_state.get("question") != st.session_state.get(PRESET_QUESTION):
             blank = form_defaults()  # a cleared field the user has filled since is theirs: not said to be cleared
             cleared = [key for key in st.session_state.get(PRESET_CLEARED) or []

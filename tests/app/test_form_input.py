@@ -307,3 +307,14 @@ def test_the_presets_own_value_typed_again_by_the_user_is_kept():
     assert at.text_input(key="reference").value == "C"  # must not happen: the user's own answer cleared
     at.text_area(key="question").set_value("Which is a prime? A) 91 B) 93 C) 97 D) 99").run()
     assert at.text_input(key="reference").value == "C"
+
+
+def test_the_preset_note_says_how_big_the_debate_is_before_it_starts():
+    at = app()
+    at.selectbox(key="preset").set_value("madc_truth_last").run()
+    plan = live.plan_calls(load_presets()["madc_truth_last"]["config"])
+    assert plan.total(2) == 20  # 10 agents x 2 rounds; solution counting reads the final answers, no ballots
+    assert "Size: 10 agents, 2 rounds: about 20 model calls." in preset_note(at)
+    at.selectbox(key="preset").set_value("mallm_consensus").run()
+    # must not happen: a consensus that may need more rounds announced as one fixed number
+    assert "Size: 3 agents, 1 round: about 7 to 23 model calls." in preset_note(at)
