@@ -18,8 +18,8 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.view import DebateView
-from madlab_ui import browse, controls, forms, live_page, navigation, session_memory
-from madlab_ui.common import DEBATE_ID, id8, open_store, page_setup
+from madlab_ui import browse, codebook, controls, forms, live_page, navigation, session_memory
+from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, page_setup
 
 if navigation.route():  # the entry file's run: the chosen page (maybe this one, run again) has been drawn
     st.stop()
@@ -49,7 +49,19 @@ def watch(debate_id: str) -> None:
         controls.render_controls(page.debate, page.view.agents)
     if not page.running:
         controls.resume_button(open_store(), debate_id, page.view.status, st, key="resume_debate")
+    fork_note(open_store().get_debate(debate_id))
     live_page.watch(page, f"reveal_{debate_id}")
+
+
+def fork_note(record: dict | None) -> None:
+    """A forked debate says so, running and after: "↩️ fork of <parent id8> after turn N", with a
+    button (`fork_parent`) that opens the parent on the Transcripts page."""
+    label = codebook.fork_label(record)
+    if not label:
+        return
+    with st.container(key="fork_note", horizontal=True, vertical_alignment="center", gap="small"):
+        st.markdown(f"↩️ {md_escape(label)}", width="content")
+        codebook.parent_button(record, "fork_parent", switch=True)
 
 
 # A projector is 1280x720: the form box and the transcript box take the height the window has (a fixed
@@ -69,6 +81,8 @@ div:has(> .st-key-transcript) { flex-basis: var(--box) !important; height: var(-
 </style>"""
 st.html(FIT_WINDOW_CSS)
 st.subheader(":material/forum: MAD Lab · watch and steer multi-agent LLM debates", anchor=False)
+fork_asked = st.session_state.get(FORK_REQUEST)
+arrived_to_fork = bool(fork_asked) and not fork_asked.get("applied")  # render_fork_banner marks it applied
 setup, stage = st.columns([2, 3], gap="large")
 with setup:
     forms.render_fork_banner()
@@ -83,4 +97,6 @@ with stage:
                 "another tab (Transcripts lists running debates).")
         browse.render_running(title="Debates running now", action="Watch")
 session_memory.show_watched_in_url()
+if arrived_to_fork:  # from a Fork button far down a transcript: open at the top, at this page's address
+    navigation.arrive_at_top()
 session_memory.remember()  # again: the run itself may have changed the form (a fork applied) or the debate

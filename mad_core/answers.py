@@ -21,7 +21,9 @@ Reading rules, and where they come from:
     floats (Du et al. compare float()s; that loses digits past 2**53 and turns 1e400 into inf).
   * JSON first (`json_reply`): a backend with constrained output answers short requests
     with one JSON object (protocols/schemas.py); `parse_agreement` and `extracted_answer`
-    read that form first and the text conventions above as the fallback.
+    read that form first and the text conventions above as the fallback. An extracted answer
+    (and a decision's, `decided_answer`) is the answer alone: `drop_lead_in` removes the
+    "The answer is:" a model writes inside `{"answer": ...}` too.
   * `parse_agreement` (seed 000 §3.2: under consensus, every agent says whether it agrees
     with the current proposal; MALLM reads that stance from the reply with a pattern): see
     its docstring. MALLM's released code tests `"agree" in reply and "disagree" not in
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -141,7 +144,8 @@ def decided_answer(answer: str | None, details: dict | None = None) -> str:
     details' ``final_answer``), else the ``Final answer:`` of its text, else the text itself
     (stripped; "" for none). The decision card, the list, polls and reports all read it so."""
     extracted = str((details or {}).get("final_answer") or "") if isinstance(details, dict) else ""
-    return (extracted or final_answer(answer) or answer or "").strip()
+    answer = (extracted or final_answer(answer) or answer or "").strip()
+    return drop_lead_in(answer) or answer
 
 
 @never_raises(_nothing)
@@ -501,12 +505,31 @@ def extracted_answer(text: str | None) -> str:
     gives "", so that the caller falls back on the text the answer was to be taken from.
     """
     reply = json_reply(text)
-    if reply is not None and isinstance(reply.get("answer"), str):
-        return reply["answer"].strip()
+    answer = None if reply is None else reply.get("answer")
+    if isinstance(answer, str):
+        return drop_lead_in(answer)
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool) and math.isfinite(answer):
+        return str(answer)  # {"answer": 42}: "42", as the model wrote it
     text = text or ""
     if _ANSWER_JSON_START.match(text):
         return ""
-    return text.strip()
+    return drop_lead_in(text)
+
+
+@never_raises(_nothing)
+def drop_lead_in(text: str | None) -> str:
+    """`text` stripped, without a lead-in phrase the model wrote before its answer ("The answer
+    is: 1111", "**Final answer:** 42", "Answer - Paris" -> "1111", "42", "Paris"); "" when
+    nothing follows it. A word that only starts like one ("Answer-driven design") is kept whole."""
+    text = (text or "").strip()
+    bare = _undecorate(text)
+    lead_in = _LEAD_IN.match(bare)
+    if lead_in is None:
+        return text
+    rest = bare[lead_in.end():]
+    if lead_in.group().endswith("-") and rest[:1].isalpha():  # "Answer-driven": a word, not a label
+        return text
+    return _undecorate(rest)
 
 
 # --- agreement and confidence ---------------------------------------------------------------

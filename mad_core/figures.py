@@ -2,15 +2,19 @@
 printable handout (mad_core/handout.py).
 
 What it is for: turning a `DebateView` and its metric report (mad_core/metrics/report.py) into
-figures a class can read: lines per round, the vote chart (horizontal bars, labels shortened
-and wrapped, automargin) and the answer timeline (cells that say the answer in 13 px text cut
-to what fits the cell, the full answer in the hover; a legend instead when the cells are too
-narrow for text; a cell without an answer says "no readable answer" or "did not speak", in
-grey). Entropy and agreement are over the readable answers: a round where some could not be read
-says "1 of 3 answers readable" on the chart and in the hover, one with none is a gap ("no readable
-answers"), never a 0. One answer -> colour map per debate (`answer_colors`) is used by every chart
-that colours by answer, and every measure has its own fixed line colour (`SERIES`), so the app
-(Streamlit's theme) and the handout (plotly's template) draw the same colours.
+figures a class can read: lines per round (lines that often coincide, all agree and majority
+agrees, drawn so both show, with a note where they first meet), the vote chart (horizontal bars,
+labels shortened and wrapped, automargin, each bar saying its value; consensus ballots diverge:
+agrees right, disagrees left; rounds grouped on the axis; no legend) and the answer timeline
+(cells that say the answer in 13 px text cut to what fits the cell, the full answer in the
+hover; a legend instead when the cells are too narrow for text; a cell without an answer says
+"no readable answer" or "did not speak", in grey). Entropy and agreement are over the readable
+answers: a round where some could not be read says "1 of 3 answers readable" on the chart and in
+the hover, one with none is a gap ("no readable answers"), never a 0. One answer key -> colour
+map per debate (`answer_colors`: the report's answer keys, so two texts the metrics count as one
+answer share a colour) is used by every chart that colours by answer, and every measure has its
+own fixed line colour (`SERIES`), so the app (Streamlit's theme) and the handout (plotly's
+template) draw the same colours.
 
 Readable at the narrowest width a chart is drawn (`CHART_MIN_WIDTH_PX`: one chart per row in the
 Debate page's stage column at 1280x720): a chart's title is short (`TITLE_PX`) with the detail in
@@ -35,7 +39,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from . import metrics, registry
-from .protocols.decision import Protocol
+from .protocols.decision import Consensus, Protocol
 from .view import DebateView
 
 CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
@@ -53,6 +57,8 @@ TITLE_PX = CHART_MIN_WIDTH_PX - MODEBAR_PX - 24  # a title's (and a subtitle's) 
 CELL_PAD_PX = 6  # the timeline's cell text keeps this far from each side of its cell
 CELL_LINES = 2
 VOTE_ANSWER_PX = 150  # a vote bar's answer under its label
+CELL_GAP_PX = 3  # white between the timeline's cells
+FRAME_PX = CELL_GAP_PX + 1  # a changed answer's frame: it fills the gap round its cell
 MIN_CELL_TEXT_PX = 36  # a narrower cell holds no text: the timeline gets a legend of answers instead
 # Each measure's line: the same colour (and dash) in the app and in the handout, whatever the theme.
 SERIES = {"answer_similarity": ("#0068c9", "solid"), "reply_similarity": ("#83c9ff", "dash"),
@@ -60,10 +66,12 @@ SERIES = {"answer_similarity": ("#0068c9", "solid"), "reply_similarity": ("#83c9
           "agree_all": ("#29b09d", "solid"), "agree_majority": ("#0068c9", "dash"),
           "disagreement": ("#ff2b2b", "dot"),
           "accuracy_strict": ("#0068c9", "solid"), "accuracy_smooth": ("#83c9ff", "dash")}
+# Lines that often coincide (all agree implies majority agrees) stay apart: the one drawn first is
+# wide under big open markers, the next dashed and thin on top with small ones: (symbol, size, width).
+MARKS = {"agree_all": ("circle-open", 13, 6), "agree_majority": ("diamond", 7, 2), "disagreement": ("x", 8, 2)}
 LINE_CHARS = 22  # a wrapped label's line
 LABEL_LINES = 2  # at most this many lines per label; the rest is in the hover
 HOVER_CHARS = 400
-ROUND_PATTERNS = ["", "/", "x", ".", "-", "|", "+", "\\"]  # vote bars of successive rounds
 
 
 # ----- text inside figures -----------------------------------------------------------------------
@@ -167,20 +175,29 @@ def fit_text(text: Any, width_px: float, size: float) -> str:
 
 
 # ----- colours ---------------------------------------------------------------------------------
+def answer_key(row: dict[str, Any], agent: str) -> str | None:
+    """`agent`'s answer in report round `row` as the metrics count it: the report's answer key
+    (two texts the reader holds for one answer, e.g. free text clustered by SBERT, share a key);
+    the display text for a report that predates the keys; None when it gave no readable answer."""
+    keys = row.get("keys")
+    return keys.get(agent) if isinstance(keys, dict) else (row.get("answers") or {}).get(agent)
+
+
 def answer_colors(report: dict[str, Any], agents: list[str] | None = None) -> dict[str, str]:
-    """The debate's answer -> colour map: answers (as the metrics read them) in order of first
-    appearance, round by round and agent by agent in the configured order."""
+    """The debate's answer key -> colour map (`answer_key`: one colour per answer the metrics
+    count, whatever words each agent used), keys in order of first appearance, round by round
+    and agent by agent in the configured order."""
     colors: dict[str, str] = {}
     order = list(agents or [])
     for row in report.get("rounds") or []:
         answers = row.get("answers") or {}
         for agent in [a for a in order if a in answers] + [a for a in answers if a not in order]:
-            color_of(colors, answers[agent])
+            color_of(colors, answer_key(row, agent))
     return colors
 
 
 def color_of(colors: dict[str, str], answer: str | None) -> str:
-    """The colour of `answer` in `colors`, giving a new answer the next free colour."""
+    """The colour of answer key `answer` in `colors`, giving a new one the next free colour."""
     if answer is None:
         return NO_ANSWER_COLOR
     if answer not in colors:
@@ -259,6 +276,13 @@ def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, yt
                       subtitle=subtitle)
     if any(v is not None and v < 0 for column in traces.values() for _, v in round_series(report, column)):
         fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
+    marked = [trace for trace, column in zip(fig.data, traces.values()) if column in MARKS]
+    for trace, column in zip(fig.data, traces.values()):
+        if column in MARKS:
+            symbol, size, width = MARKS[column]
+            trace.marker.update(symbol=symbol, size=size, line=dict(width=2, color=trace.line.color))
+            trace.line.width = width
+    _say_equal(fig, marked)
     if readable:
         notes = [readable_note(row) or "all answers readable" for row in rows]
         for trace in fig.data:
@@ -272,19 +296,41 @@ def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, yt
     return fig
 
 
+def _say_equal(fig: go.Figure, lines: list[Any]) -> None:
+    """Where two of `lines` (the agreement chart's) first take the same value, one note says so
+    ("all agree = majority agrees", arrowed at the point), so the line underneath is not read as
+    missing."""
+    for i, under in enumerate(lines):
+        for over in lines[i + 1:]:
+            same = next(((x, y) for x, y, v in zip(under.x, under.y, over.y)
+                         if y is not None and v is not None and abs(y - v) < 1e-9), None)
+            if same is None:
+                continue
+            x, y = same
+            last = x == max(under.x)
+            fig.add_annotation(x=x, y=y, text=f"{under.name} = {over.name}", showarrow=True, arrowhead=0,
+                               ax=-40 if last else 40, ay=36 if y >= 0.5 else -36,
+                               xanchor="right" if last else "left",
+                               font=dict(size=SUBTITLE_FONT_PX, color="#333333"), bgcolor="rgba(255,255,255,0.8)")
+
+
 # ----- votes ---------------------------------------------------------------------------------------
-def _answer_in_round(report: dict[str, Any], agent: str, rnd: int) -> str | None:
-    """`agent`'s answer as the metrics read it, in round `rnd` or the latest round before it."""
-    found = None
+def _answer_in_round(report: dict[str, Any], agent: str, rnd: int) -> tuple[str | None, str | None]:
+    """`agent`'s answer as the metrics read it (display, key), in round `rnd` or the latest
+    round before it; (None, None) when it has none."""
+    found: tuple[str | None, str | None] = (None, None)
     for row in report.get("rounds") or []:
         if row["round"] <= rnd and (row.get("answers") or {}).get(agent) is not None:
-            found = row["answers"][agent]
+            found = (row["answers"][agent], answer_key(row, agent))
     return found
 
 
 def vote_rounds(view: DebateView, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Per round with votes or decision attempts: {"round", "unit", "labels", "counts", "answers"}
-    ("answers": each bar's answer as the metrics read it, None where unknown; needs `report`)."""
+    """Per round with votes or decision attempts: {"round", "unit", "labels", "counts", "answers",
+    "keys", "stances"} ("answers": each bar's answer as the metrics read it, None where unknown;
+    "keys": the answer keys that colour the bars (`answer_key`; a solution's own text where the
+    report has none); needs `report`. "stances": the counts are agree (1) / disagree (0) ballots
+    of a consensus protocol, one per agent)."""
     protocol = view.config.get("protocol", "")
     try:
         traits = registry.get("protocol", protocol)
@@ -318,43 +364,67 @@ def vote_rounds(view: DebateView, report: dict[str, Any] | None = None) -> list[
             labels = (view.agents if traits.scores_per_agent else attempt.solution_agents) or names
             labels = list(labels)[:len(attempt.scores)]
             owners = [label if label in view.agents else None for label in labels]
-            item = {"round": rnd, "unit": traits.score_unit, "labels": labels, "counts": list(attempt.scores)}
+            item = {"round": rnd, "unit": traits.score_unit, "labels": labels, "counts": list(attempt.scores),
+                    "stances": isinstance(traits, type) and issubclass(traits, Consensus)}
         else:
             continue
         texts = list(attempt.solutions) if attempt else []
-        item["answers"] = [
-            (_answer_in_round(report, owner, rnd) if owner else None)
-            or (_short(texts[i], 60) if i < len(texts) and texts[i] else None)
-            for i, owner in enumerate(owners[:len(item["labels"])])]
+        read = [_answer_in_round(report, owner, rnd) if owner else (None, None)
+                for owner in owners[:len(item["labels"])]]
+        own = [_short(texts[i], 60) if i < len(texts) and texts[i] else None for i in range(len(read))]
+        item["answers"] = [shown or text for (shown, _), text in zip(read, own)]
+        item["keys"] = [key if shown else text for (shown, key), text in zip(read, own)]
+        item.setdefault("stances", False)
         out.append(item)
     return out
 
 
 def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, str] | None = None) -> go.Figure:
     """Horizontal bars, one per solution (label: who and what it answered, wrapped), coloured by
-    the answer (`colors`: the debate's answer -> colour map); successive rounds are told apart
-    by the bars' pattern."""
+    the answer's key (`colors`: the debate's answer key -> colour map), each saying its value in
+    text (a 0 still shows "0"). With several rounds the bars are grouped under their round ("R2")
+    on the left. Consensus ballots (`stances`) diverge from 0: agrees to the right, disagrees to
+    the left, each bar saying which, so no ballot is an empty row. No legend: the colour's answer
+    is in each bar's label, and the round beside it."""
     colors = {} if colors is None else colors
     fig = go.Figure()
-    for k, item in enumerate(rounds):
+    stances = bool(rounds) and all(item.get("stances") for item in rounds)
+    for item in rounds:
         answers = item.get("answers") or [None] * len(item["labels"])
+        keys = item.get("keys") or answers
         # the answer's line: its start cut to what fits (a long number is broken, never dropped)
         ticks = [wrap_label(label, lines=1) + ("<br>" + fit_text(f"→ {answer}", VOTE_ANSWER_PX, TICK_FONT_PX)
                                                if answer else "")
                  for label, answer in zip(item["labels"], answers)]
+        counts = list(item["counts"])
+        if stances:
+            said = ["agrees" if c else "disagrees" for c in counts]
+            x: list[Any] = [1 if c else -1 for c in counts]
+        else:
+            said, x = [format(float(c), ".3g") if c is not None else "" for c in counts], counts
         fig.add_trace(go.Bar(
-            y=ticks, x=item["counts"], orientation="h", name=f"round {item['round']}",
-            marker=dict(color=[color_of(colors, a) for a in answers],
-                        pattern=dict(shape=ROUND_PATTERNS[k % len(ROUND_PATTERNS)])),
-            customdata=[[plot_text(label), plot_text(answer if answer else "-")]
-                        for label, answer in zip(item["labels"], answers)],
-            hovertemplate="%{customdata[0]}<br>answer: %{customdata[1]}<br>%{x}<extra>%{fullData.name}</extra>"))
+            y=[[f"R{item['round']}"] * len(ticks), ticks] if len(rounds) > 1 else ticks, x=x, orientation="h",
+            name=f"round {item['round']}", showlegend=False, text=said, texttemplate="%{text}",
+            textposition="inside" if stances else "outside", insidetextanchor="middle", cliponaxis=False,
+            textfont=dict(size=TICK_FONT_PX),
+            marker=dict(color=[color_of(colors, k) for k in keys]),
+            customdata=[[plot_text(label), plot_text(answer if answer else "-"), word]
+                        for label, answer, word in zip(item["labels"], answers, said)],
+            hovertemplate="%{customdata[0]}<br>answer: %{customdata[1]}<br>%{customdata[2]}"
+                          "<extra>%{fullData.name}</extra>"))
     unit = rounds[-1]["unit"] if rounds else ""
-    bars = max((len(item["labels"]) for item in rounds), default=1) * max(1, len(rounds))
-    fig.update_layout(barmode="group")
+    bars = sum(len(item["labels"]) for item in rounds) or 1
+    fig.update_layout(barmode="overlay")  # each bar its own row (rounds never share one)
     fig.update_yaxes(autorange="reversed")
-    return layout(fig, f"Votes: {protocol}", "", xtitle=plot_text(unit, 60), height=max(300, 120 + 34 * bars),
-                  subtitle=f"{unit}; colour = the answer" + ("; pattern = the round" if len(rounds) > 1 else ""))
+    if stances:
+        fig.update_xaxes(range=[-1.15, 1.15], tickvals=[-1, 0, 1], ticktext=["disagrees", "", "agrees"],
+                         zeroline=True, zerolinecolor="#555555", zerolinewidth=2)
+        subtitle = "each agent's ballot; colour = its answer"
+    else:
+        fig.update_xaxes(rangemode="tozero")
+        subtitle = f"{_short(unit, 30)}; colour = the answer"
+    return layout(fig, f"Votes: {protocol}", "", xtitle="" if stances else plot_text(unit, 60),
+                  height=max(300, 120 + 34 * bars), subtitle=subtitle)
 
 
 # ----- answer timeline -----------------------------------------------------------------------------
@@ -372,8 +442,9 @@ def cell_width_px(rounds: int, row_labels: list[str]) -> float:
 
 
 def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, str] | None = None) -> go.Figure | None:
-    """Rows = agents, columns = rounds, colour = the answer as the metrics read it (the debate's
-    answer type: "B" and "(B) Paris" are one colour), the cell's text = the answer cut to what
+    """Rows = agents, columns = rounds, colour = the answer as the metrics count it (its key,
+    `answer_key`: "B" and "(B) Paris" are one colour, and so are two free-text answers SBERT
+    holds for one), the cell's text (its own words) = the answer cut to what
     fits the cell at CHART_MIN_WIDTH_PX (`fit_lines`, CELL_FONT_PX; never into the next cell),
     the hover = the whole answer; changed answers are framed. When the cells are too narrow for
     text (many rounds), they hold none and a legend names each answer's colour."""
@@ -389,9 +460,15 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
     # as an answer of the debate's type, or it did not speak that round.
     missing = {label: [(NO_READABLE if label in row["answers"] else NOT_SPOKEN) for row in rounds]
                for label in labels}
-    categories = list(dict.fromkeys(a for label in labels for a in answers[label] if a is not None))
+    keys = {label: [answer_key(row, label) for row in rounds] for label in labels}
+    categories = list(dict.fromkeys(k for label in labels for k in keys[label] if k is not None))
     empty = len(categories)  # the grey category of the cells without an answer
-    z = [[empty if a is None else categories.index(a) for a in answers[label]] for label in labels]
+    z = [[empty if k is None else categories.index(k) for k in keys[label]] for label in labels]
+    named: dict[str, Any] = {}  # a key's name in the legend: the words it was first read from
+    for label in labels:
+        for k, a in zip(keys[label], answers[label]):
+            if k is not None:
+                named.setdefault(k, a)
     room = cell_width_px(len(rounds), labels)
     legend = room < MIN_CELL_TEXT_PX
     text = [["" if legend else "<br>".join(html.escape(line, quote=False)
@@ -407,13 +484,14 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
     rows = [wrap_label(label, width=ROW_LABEL_CHARS) for label in labels]
     fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text, meta=[empty],
                                customdata=full, texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX),
-                               zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=3, ygap=3,
+                               zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=CELL_GAP_PX,
+                               ygap=CELL_GAP_PX,
                                hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>", name="answers"))
     if legend:  # one legend entry per answer, in its colour (the heatmap itself has no legend)
         grey = [NO_READABLE] if any(a is None for label in labels for a in answers[label]) else []
-        for answer in categories + grey:
-            color = NO_ANSWER_COLOR if answer is NO_READABLE else color_of(colors, answer)
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(answer, 40),
+        for key in categories + grey:
+            color = NO_ANSWER_COLOR if key is NO_READABLE else color_of(colors, key)
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(named.get(key, key), 40),
                                      marker=dict(symbol="square", size=14, color=color),
                                      hoverinfo="skip", showlegend=True))
     changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
@@ -428,8 +506,10 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
             hovertemplate="%{y} changed in %{x}: %{customdata[0]} → %{customdata[1]}<extra></extra>"))
         for c in changes:
             x, y = round_names.index(f"R{c['round']}"), labels.index(c["agent"])
-            fig.add_shape(type="rect", xref="x", yref="y", x0=x - 0.47, x1=x + 0.47, y0=y - 0.45, y1=y + 0.45,
-                          line=dict(color="black", width=3))
+            # On the cell's border, i.e. in the gap round it: a frame inside the cell left a strip
+            # of the cell's colour outside it, read as a sliver of the next cell.
+            fig.add_shape(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5,
+                          line=dict(color="black", width=FRAME_PX))
     fig.update_yaxes(autorange="reversed")
     hint = "black frame: changed answer" if changes else "one colour per answer"
     return layout(fig, "Answer timeline", "", xtitle="",

@@ -5,12 +5,15 @@ What it is for:
   * `decision_texts(view)`: the decided answer (extracted) and the full text it came from;
     `headline_answer`: that answer cut to a headline at a word, with … (`cut_words`; the whole
     answer stays one click away);
+  * `winner_words(view)`: the winner as a decision card names it ("Agent 1's extracted final
+    answer" when the answer is that agent's extraction, not its last discussion reply);
   * `reference_agreement(view)`: whether the decision agrees with the reference answer, judged
     with the debate's answer type (mad_core/tasks/answer_types.py: "B" and "(B) Paris" are one
     choice, "0.5" and "1/2" one number), never a plain string compare;
   * `handout_markdown(store, debate_id)` and `handout_html(store, debate_id)`: the question, the
-    decision, the votes, the transcript round by round (moderator messages in place), the
-    annotations under their turns, and the charts as images, each with a caption saying how to
+    decision, the votes, the transcript round by round (moderator messages in place; under each
+    turn its answer as the metrics read it, short, never the reply again), the annotations under
+    their turns, and the charts as images, each with a caption saying how to
     read it on paper (`PRINT_CAPTIONS`: not its title again, nothing about hovering).
 
 The HTML page is self-contained and printable (A4, a page break before each round, each chart and
@@ -41,6 +44,7 @@ import plotly.graph_objects as go
 
 from . import figures
 from .answers import decided_answer
+from .metrics.report import AnswerReader
 from .store import TAG_COLOURS, Store, describe_ballot, format_time, md_safe
 from .tasks.answer_types import DebateAnswerType, is_correct, read_answer
 from .view import DISCUSSION_KINDS, DebateView
@@ -92,10 +96,27 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
     return answer.strip(), (full or decision.answer).strip()
 
 
+def winner_words(view: DebateView) -> str:
+    """Who the decided answer came from, as a decision card names the winner: "Agent 1"; "Agent
+    1's extracted final answer" when the answer is the final answer that agent stated when asked
+    for it in the deciding round (seed 000 E.1), so that it is not read as contradicting the
+    agent's last discussion reply; "" without a winner."""
+    decision = view.decision
+    winner = decision.winner_agent if decision is not None else None
+    if not winner:
+        return ""
+    if any(t.kind == "extraction" and t.agent == winner and t.round == decision.round and t.status == "ok"
+           for t in view.turns):
+        return f"{winner}'s extracted final answer"
+    return winner
+
+
 ANSWER_CHARS = 60  # a decision's headline answer: longer answers are cut, the whole one a click away
 
 
 VOTE_ANSWER_CHARS = 90  # an answer in the handout's vote table
+TURN_ANSWER_CHARS = 90  # a turn's "Answer:" line under its reply: the answer as read, never the reply again
+ANSWERING_KINDS = (*DISCUSSION_KINDS, "extraction")  # the turns that state an answer
 
 
 def cut_words(text: Any, limit: int) -> str:
@@ -155,6 +176,8 @@ def _notes(store: Store, debate_id: str) -> dict[str, list[dict[str, str]]]:
 def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: dict[str, Any]) -> list[dict]:
     """Per round, in order: its title, its items (turns and moderator messages), its votes and tally."""
     tallies = {item["round"]: item for item in figures.vote_rounds(view, report)}
+    answer_type = DebateAnswerType.of(view.config or {})
+    reader = AnswerReader(answer_type.kind, answer_type.options, None)  # displays only: no reference, no clusters
     rounds: list[dict[str, Any]] = []
     by_number: dict[int, dict[str, Any]] = {}
 
@@ -180,7 +203,7 @@ def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: di
         round_of(turn.round)["items"].append({
             "type": "turn", "agent": turn.agent, "kind": turn.kind, "model": turn.model, "status": turn.status,
             "text": turn.text, "error": turn.error or "", "notes": notes.get(turn.id, []),
-            "answer": turn.answer if turn.answer and turn.kind in DISCUSSION_KINDS else ""})
+            "answer": _turn_answer(reader, turn)})
     for rnd in sorted({v.round for v in view.votes} | {a.round for a in view.attempts}):
         entry = round_of(rnd)
         entry["votes"] = [(v.agent, describe_ballot(v.ballot) if v.valid else f"invalid ({v.reason or 'unreadable'})")
@@ -190,6 +213,16 @@ def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: di
                              for a in view.attempts if a.round == rnd]
     rounds.sort(key=lambda r: r["round"])
     return rounds
+
+
+def _turn_answer(reader: AnswerReader, turn: Any) -> str:
+    """A turn's answer as the metrics read it (the debate's answer type; an extraction's parsed
+    answer), cut to TURN_ANSWER_CHARS; figures.NO_READABLE when its reply holds none; "" for a
+    turn that states no answer (a vote, a failed call)."""
+    if turn.kind not in ANSWERING_KINDS or turn.status != "ok":
+        return ""
+    _, display, _ = reader.read(turn.text)
+    return cut_words(display, TURN_ANSWER_CHARS) if display else figures.NO_READABLE
 
 
 def _content(store: Store, debate_id: str, embed: Any, image_format: str | None) -> dict[str, Any]:
@@ -211,7 +244,7 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
                   ("Protocol", record["protocol"]), ("Paradigm", record["paradigm"])],
         "agents": [(a.get("label", ""), a.get("model", ""), view.personas.get(a.get("label", "")) or a.get("persona") or "")
                    for a in config.get("agents", [])],
-        "decision": view.decision, "answer": answer, "headline": headline,
+        "decision": view.decision, "answer": answer, "headline": headline, "winner": winner_words(view),
         "cut": headline != " ".join(answer.split()), "full": full,
         "reference": config.get("reference") or "",
         "agreement": reference_agreement(view), "rounds": _rounds(view, notes, report),
@@ -338,7 +371,7 @@ def _md_decision(c: dict[str, Any]) -> list[str]:
         lines += [f"> Whole answer ({len(c['answer'])} characters): {_md_line(c['answer'])}", ""]
     facts = [f"protocol {_md_line(decision.protocol)}", f"round {decision.round}"]
     if decision.winner_agent:
-        facts.append(f"winner {_md_line(decision.winner_agent)}")
+        facts.append(f"winner {_md_line(c['winner'])}")
     if decision.forced:
         facts.append("forced by a person")
     lines.append(" · ".join(facts))
@@ -394,6 +427,7 @@ h3 { font-size: 12pt; margin: 0 0 1mm; } .facts { color: #444; font-size: 10pt; 
 .turn, .steer { border-left: 4px solid #4c78a8; padding: 1mm 3mm; margin: 3mm 0; }
 .steer { border-color: #e45756; background: #fff4f4; }
 .text { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 10.5pt; }
+.turn-answer { font-size: 10.5pt; margin: 1mm 0; } /* the reply's size: the answer line is no heading */
 .persona, .meta { color: #555; font-size: 9.5pt; } .note { font-size: 10pt; margin: 1mm 0; }
 .tag { border: 1px solid #888; border-radius: 3px; padding: 0 2mm; font-weight: bold; }
 table { border-collapse: collapse; font-size: 10pt; } td, th { border: 1px solid #bbb; padding: 1mm 2mm; }
@@ -471,7 +505,7 @@ def _html_decision(c: dict[str, Any]) -> list[str]:
         return ["<p>No decision was reached.</p>"]
     facts = [f"protocol {_e(decision.protocol)}", f"round {decision.round}"]
     if decision.winner_agent:
-        facts.append(f"winner {_e(decision.winner_agent)}")
+        facts.append(f"winner {_e(c['winner'])}")
     if decision.forced:
         facts.append("forced by a person")
     out = [f'<p class="answer">{_e(c["headline"]) or "(empty)"}</p>']
@@ -513,7 +547,7 @@ def _html_item(item: dict[str, Any]) -> str:
     if item["error"]:
         out.append(f'<p class="meta">{_e(item["error"])}</p>')
     if item["answer"]:
-        out.append(f"<p><b>Answer:</b> {_e(item['answer'])}</p>")
+        out.append(f'<p class="turn-answer"><b>Answer:</b> {_e(item["answer"])}</p>')
     for n in item["notes"]:
         style = f' style="border: 2px solid {n["color"]}"' if n["color"] else ""
         note = f" {_e(n['note'])}" if n["note"] else ""

@@ -1,10 +1,14 @@
 """Prediction polls: before a debate's decision is shown, a class predicts which answer will win.
 
-A teacher opens a poll on a debate (`open_poll`; the options are the agents' current answers,
-see `agent_options`, or free text), students on their own devices, or the teacher on their
-behalf, record one prediction each (`predict`: one per voter name or device token; a second one
-replaces the first while the poll is open), the teacher closes the poll (`close`) and reveals it
-(`reveal`). `results` gives the number of predictions at any time, but the counts per option and
+A teacher opens a poll on a debate (`open_poll`; the options are the agents' current answers
+read with the debate's answer type, see `agent_options`, or free text), students on their own
+devices, or the teacher on their behalf, record one prediction each (`predict`: one per voter name
+or device token; a second one replaces the first while the poll is open), the teacher closes the
+poll (`close`) and reveals it (`reveal`). Predictions close by themselves when the debate decides:
+a poll is "decided" (closed because the debate decided) as soon as the store holds a final decision
+made after the poll was opened (a live debate), or once the presenter showed the decision of a
+replayed debate (`close_on_decision`); a prediction sent after that is refused, whatever page
+sends it. `results` gives the number of predictions at any time, but the counts per option and
 who predicted right only once the poll is revealed: before that they are not returned at all.
 
 What it must not do: import streamlit, call a model, or write anything when the input is invalid:
@@ -19,14 +23,19 @@ import time
 import uuid
 from typing import Any, Iterable
 
-from .answers import decided_answer, final_answer, normalize_answer
+from .answers import decided_answer, normalize_answer
+from .handout import cut_words
+from .metrics.report import AnswerReader
+from .tasks.answer_types import DebateAnswerType
 
-STATUSES = ("open", "closed", "revealed")
+STATUSES = ("open", "closed", "decided", "revealed")  # decided: closed because the debate decided
+CLOSED = ("closed", "decided")
 DEFAULT_QUESTION = "Which answer will the debate decide on?"
 MAX_OPTIONS = 12
 MAX_OPTION_CHARS = 200
 MAX_QUESTION_CHARS = 300
 MAX_VOTER_CHARS = 80
+AGENT_OPTION_CHARS = 60  # a free-text answer as a poll option: a phone shows it on one or two lines
 
 
 class PollError(ValueError):
@@ -64,14 +73,26 @@ def clean_options(options: Iterable[Any]) -> list[str]:
     return list(kept.values())
 
 
-def agent_options(answers: dict[str, str]) -> list[str]:
-    """The agents' current answers as poll options (their final answers, each distinct answer once)."""
-    found: dict[str, str] = {}
-    for text in answers.values():
-        answer = " ".join((final_answer(text) or text or "").split())[:MAX_OPTION_CHARS]
-        if answer:
-            found.setdefault(normalize_answer(answer) or answer.lower(), answer)
-    return list(found.values())
+def agent_options(replies: dict[str, str], config: dict | None = None) -> list[str]:
+    """The agents' current answers as poll options: each reply read as the metric report reads it
+    (`mad_core.metrics.report.AnswerReader` with the debate's answer type: "yes", "no", "B", "91"),
+    one option per distinct answer, in the agents' order; a reply the type cannot read is left out;
+    a free-text answer is cut at a word to AGENT_OPTION_CHARS. Never raises."""
+    kind = DebateAnswerType.of(config)
+    reader = AnswerReader(kind.kind, kind.options, None)  # no reference: the poll must not lean on it
+    found: list[str] = []
+    seen: set[str] = set()  # the reader's keys, and the options as `clean_options` compares them
+    for text in replies.values():
+        try:
+            key, display, _ = reader.read(text if isinstance(text, str) else None)
+        except Exception:  # noqa: BLE001 - an odd reply is left out, never a broken poll form
+            continue
+        option = cut_words(display, AGENT_OPTION_CHARS) if key is not None else ""
+        same = {key, normalize_answer(option) or option.lower()}
+        if option and not same & seen:
+            found.append(option)
+        seen |= same
+    return found
 
 
 def _poll_row(store, poll_id: Any) -> dict[str, Any]:
@@ -80,8 +101,17 @@ def _poll_row(store, poll_id: Any) -> dict[str, Any]:
     rows = list(store.db.query("SELECT * FROM polls WHERE id = ?", [poll_id.strip()]))
     if not rows:
         raise PollError("poll_id", f"no poll {poll_id!r}")
-    row = dict(rows[0])
-    row["options"] = json.loads(row["options"])
+    return _decoded(store, rows[0])
+
+
+def _decoded(store, row) -> dict[str, Any]:
+    """A polls row with its options decoded and its status as it stands: an open poll whose debate
+    reached a final decision after the poll was opened is "decided"."""
+    row = {**row, "options": json.loads(row["options"])}
+    if row["status"] == "open" and list(store.db.query(
+            "SELECT 1 FROM decisions WHERE debate_id = ? AND final = 1 AND ts >= ? LIMIT 1",
+            [row["debate_id"], row.get("created_at") or 0])):
+        row["status"] = "decided"
     return row
 
 
@@ -97,7 +127,7 @@ def polls_of(store, debate_id: str) -> list[dict[str, Any]]:
     """A debate's polls, newest first."""
     rows = store.db.query("SELECT * FROM polls WHERE debate_id = ? ORDER BY created_at DESC, rowid DESC",
                           [debate_id])
-    return [{**row, "options": json.loads(row["options"])} for row in rows]
+    return [_decoded(store, row) for row in rows]
 
 
 def open_poll(store, debate_id: str, options: Iterable[Any], question: str = DEFAULT_QUESTION) -> str:
@@ -123,6 +153,8 @@ def predict(store, poll_id: str, voter: str, option: str) -> None:
         poll = _poll_row(store, poll_id)
         if option not in poll["options"]:
             raise PollError("option", f"{option!r} is not one of the poll's answers")
+        if poll["status"] == "decided":
+            raise PollError("poll_id", "the debate has decided: predictions are no longer taken")
         if poll["status"] != "open":
             raise PollError("poll_id", f"the poll is {poll['status']}: predictions are no longer taken")
         store.db.execute(
@@ -138,10 +170,11 @@ def prediction_of(store, poll_id: str, voter: str) -> str | None:
     return rows[0]["option"] if rows else None
 
 
-def _set_status(store, poll_id: str, status: str, allowed_from: tuple[str, ...]) -> None:
+def _set_status(store, poll_id: str, status: str, allowed_from: tuple[str, ...],
+                already: tuple[str, ...] = ()) -> None:
     with store._write():
         poll = _poll_row(store, poll_id)
-        if poll["status"] == status:
+        if poll["status"] in (status, *already):
             return
         if poll["status"] not in allowed_from:
             raise PollError("poll_id", f"the poll is {poll['status']}: it cannot be {status}")
@@ -150,12 +183,17 @@ def _set_status(store, poll_id: str, status: str, allowed_from: tuple[str, ...])
 
 def close(store, poll_id: str) -> None:
     """Stop taking predictions (the counts stay hidden)."""
-    _set_status(store, poll_id, "closed", ("open",))
+    _set_status(store, poll_id, "closed", ("open",), already=CLOSED)
+
+
+def close_on_decision(store, poll_id: str) -> None:
+    """The decision is shown (a replay reached it): stop taking predictions, as "decided"."""
+    _set_status(store, poll_id, "decided", ("open",), already=("closed", "revealed"))
 
 
 def reveal(store, poll_id: str) -> None:
     """Close the poll if it is open and show its counts and who predicted the decision."""
-    _set_status(store, poll_id, "revealed", ("open", "closed"))
+    _set_status(store, poll_id, "revealed", ("open", *CLOSED))
 
 
 def decision_answer(store, debate_id: str) -> str | None:

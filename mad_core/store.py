@@ -49,9 +49,10 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import Counter
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
@@ -113,6 +114,16 @@ RUN_TABLES = ("turns", "votes", "decisions", "challenges", "steering", "errors",
 DEFAULT_TAGS = ("sycophancy", "new argument", "flip", "error", "hallucination", "good point", "off topic")
 TAG_COLOURS = ("blue", "green", "orange", "red", "violet", "gray", "yellow")
 MAX_TAG_CHARS = 60
+
+
+def free_tag_colour(used: Iterable[str]) -> str:
+    """The colour a new tag gets: a palette colour no tag has (the first in palette order) while one
+    is free; once every colour is taken, the one fewest tags have (ties: palette order). `used`: the
+    colours of the codebook's tags."""
+    counts = Counter(colour for colour in used if colour in TAG_COLOURS)
+    return min(TAG_COLOURS, key=lambda colour: (counts[colour], TAG_COLOURS.index(colour)))
+
+
 # Outcome filter of `list_debates`: how a debate ended, as SQL on the debates row.
 OUTCOMES: dict[str, str] = {
     "decided": "status = 'finished' AND COALESCE(answer, '') != ''",
@@ -123,7 +134,8 @@ OUTCOMES: dict[str, str] = {
     "running": "status = 'running'",
 }
 # Correctness filter: what `debate_correctness` says of a debate's decision against its reference.
-CORRECTNESS = ("correct", "incorrect", "no decision", "no reference", "reference unreadable")
+# A debate still running (not ended) is "not ended yet": its "no decision" would read as final.
+CORRECTNESS = ("correct", "incorrect", "no decision", "no reference", "reference unreadable", "not ended yet")
 # The annotation export (`annotations_csv`): one row per annotation, its turn (where it stands: round,
 # `turn_seq` = its 0-based place in the debate, the N of a fork's "after turn N"; whether a fork copied
 # it from its parent) and what came just before it in the transcript (a turn, or a moderator message:
@@ -429,6 +441,8 @@ def debate_correctness(debate: dict[str, Any], summary: dict[str, Any] | None = 
     reference = debate.get("reference")
     if not (isinstance(reference, str) and reference.strip()):
         return "no reference"
+    if debate.get("status") == "running":
+        return "not ended yet"
     answer = debate.get("answer")
     if not (isinstance(answer, str) and answer.strip()):
         return "no decision"
@@ -1137,13 +1151,13 @@ class Store:
         return rows[0] if rows else None
 
     def _ensure_tag(self, name: str, colour: str | None = None) -> str:
-        """The codebook's spelling of `name`, adding it (next palette colour) when missing. Runs in a write."""
+        """The codebook's spelling of `name`, adding it (`free_tag_colour` unless `colour` is given) when
+        missing. Runs in a write."""
         found = self.tag(name)
         if found is not None:
             return found["name"]
-        count = self.db.execute("SELECT COUNT(*) FROM tags").fetchone()[0]
-        self.db.execute("INSERT INTO tags (name, colour, created_at) VALUES (?, ?, ?)",
-                        [name, colour or TAG_COLOURS[count % len(TAG_COLOURS)], time.time()])
+        colour = colour or free_tag_colour(row[0] for row in self.db.execute("SELECT colour FROM tags"))
+        self.db.execute("INSERT INTO tags (name, colour, created_at) VALUES (?, ?, ?)", [name, colour, time.time()])
         return name
 
     @staticmethod
@@ -1190,8 +1204,8 @@ class Store:
             found = self._tag_or_fail(name)
             used = self.db.execute("SELECT COUNT(*) FROM annotations WHERE tag = ?", [found["name"]]).fetchone()[0]
             if used:
-                raise ValueError(f"tag: {found['name']!r} is on {used} annotation(s); delete those or rename "
-                                 "the tag instead")
+                raise ValueError(f"tag: {found['name']!r} is on {used} annotation{'s' if used != 1 else ''}; "
+                                 f"delete {'those' if used != 1 else 'it'} or rename the tag instead")
             self.db.execute("DELETE FROM tags WHERE id = ?", [found["id"]])
 
     # ----- metric cache (mad_core/metrics/report.py computes; this only keeps) -----------------

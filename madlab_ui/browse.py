@@ -10,8 +10,9 @@ debate is open, the list folds into the `debate_list_box` expander (collapsed by
 Keys: `reattach_<id8>`, `search`, `status_filter`, `protocol_filter` (and codebook.py's `tag_filter`,
 `model_filter`, `outcome_filter`, `correctness_filter`), `debate_list`, `open_<id8>`, `parent_<id8>`
 (a fork's row: open its parent), `open_parent` (the opened fork's),
-`match_<id8>` (under a row while searching: what matched), `tag_{k}` / `note_{k}` / `annotate_{k}` / `fork_{k}`
-per turn, `unannotate_<annotation id>` (delete one annotation), `debate_actions` (the row of `export_json` /
+`match_<id8>` (under a row while searching: what matched), `tag_{k}` (with `new_tag_{k}` once
+"➕ New tag…" is picked) / `note_{k}` / `annotate_{k}` / `fork_{k}` per turn, `unannotate_<annotation id>`
+(delete one annotation), `debate_actions` (the row of `export_json` /
 `export_md` / `export_csv`, `handout_md` / `handout_html`, `resume`), `replay_speed` / `replay_start` /
 `replay_stop`, `reveal_reference`.
 What it must not do: run a debate in the script (resume and fork go through `mad_core.live`).
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import time
 from typing import Any
 
 import streamlit as st
@@ -93,25 +96,64 @@ def render_page() -> None:
 
 # ----- lists ------------------------------------------------------------------------------------
 def render_running(title: str = "Running now", action: str = "Reattach") -> None:
-    """Debates running in this server, first, each with a button (`action`) to watch it on the Debate page."""
-    running = live.running()
-    if not running:
-        return
-    st.subheader(title)
+    """Every debate the database says is running, in one compact block (a line each, so the list's
+    first row stays in view at 1280x720): this server's first, each with a button (`action`) to watch
+    and steer it on the Debate page; then those another process runs (the CLI, an experiment, another
+    server: `Store.list_debates` has marked the ones whose process is gone interrupted), with their
+    worker and heartbeat, which cannot be steered from here: their button opens them read-only."""
+    here = live.running()
     store = open_store()
-    with st.container(key="running_list", border=True):
-        for debate in running:
+    ids = {debate.debate_id for debate in here}
+    elsewhere = [row for row in store.list_debates(status="running") if row["id"] not in ids]
+    if not here and not elsewhere:
+        return
+    with st.container(key="running_list", border=True, gap="small"):
+        st.markdown(f"**{title}**")
+        for debate in here:
             view = debate.view()
-            left, right = st.columns([5, 1])
             mine = " · started in this browser session" if debate.owner == owner_id() else ""
             question = view.config.get("question") or "(starting…)"
-            fork = codebook.fork_label(store.get_debate(debate.debate_id))
-            left.markdown(f"**{md_escape(short(question, 100))}**  \n"
-                          f"`{id8(debate.debate_id)}` · {transcript.status_word(view, debate)} · "
-                          f"{len(view.turns)} turns{mine}" + (f" · ↩️ {md_escape(fork)}" if fork else ""))
-            if right.button(action, key=f"reattach_{id8(debate.debate_id)}", width="stretch"):
-                st.session_state[DEBATE_ID] = debate.debate_id
-                st.switch_page(DEBATE_PAGE)
+            _running_row(debate.debate_id, question, store.get_debate(debate.debate_id),
+                         f"{transcript.status_word(view, debate)} · {len(view.turns)} turns{mine}", action,
+                         lambda debate_id=debate.debate_id: _watch(debate_id))
+        for row in elsewhere:
+            who = "not started from the Debate page" if row.get("pid") == os.getpid() else "run by another process"
+            _running_row(row["id"], row["question"], row, f"running · {_worker(row)} · "
+                         f"{who}: it cannot be steered from here", "View",
+                         lambda debate_id=row["id"]: _view(debate_id), help_="Open it read-only here")
+
+
+def _running_row(debate_id: str, question: str, row: dict | None, facts: str, action: str, on_click,
+                 help_: str | None = None) -> None:
+    """One line of the running block: question, short id, `facts` (markdown, its data escaped), fork link, and a button
+    (`reattach_<id8>`) that calls `on_click()`."""
+    left, right = st.columns([6, 1], vertical_alignment="center")
+    fork = codebook.fork_label(row)
+    left.markdown(f"**{md_escape(short(question, 80))}** · `{id8(debate_id)}` · {facts}"
+                  + (f" · ↩️ {md_escape(fork)}" if fork else ""))
+    if right.button(action, key=f"reattach_{id8(debate_id)}", width="stretch", help=help_):
+        on_click()
+
+
+def _watch(debate_id: str) -> None:
+    """Watch (and steer) a debate of this server on the Debate page."""
+    st.session_state[DEBATE_ID] = debate_id
+    st.switch_page(DEBATE_PAGE)
+
+
+def _view(debate_id: str) -> None:
+    """Open a debate another process runs on the Transcripts page (read-only: its transcript as stored)."""
+    open_debate(debate_id)
+    st.switch_page(codebook.TRANSCRIPTS_PAGE)
+
+
+def _worker(row: dict) -> str:
+    """Who runs a debate and when it last said so: "pid 4242 on host-a · heartbeat 3 s ago"."""
+    who = f"pid {row['pid']}" if row.get("pid") else "a process"
+    where = f" on {md_escape(row['host'])}" if row.get("host") else ""
+    beat = row.get("heartbeat_at") or row.get("updated_at")
+    ago = f" · heartbeat {max(0, time.time() - beat):.0f} s ago" if beat else ""
+    return f"{who}{where}{ago}"
 
 
 def render_list() -> None:
@@ -159,7 +201,10 @@ def render_list() -> None:
 
 def _outcome(store, row: dict) -> str:
     """A listed debate's outcome as its decision card leads with it: the decided answer
-    (`polls.decision_answer`, the card's reading), not the whole reply it came from."""
+    (`polls.decision_answer`, the card's reading), not the whole reply it came from; a debate that
+    has not finished reads as its status ("running", "stopped", ...), never "(no decision)"."""
+    if row.get("status") != "finished":  # running, stopped, failed, interrupted: never a final-sounding word
+        return row.get("status") or "(unknown)"
     if not row.get("answer"):
         return "(no decision)"
     return short(polls.decision_answer(store, row["id"]) or row["answer"], 80)
@@ -255,10 +300,13 @@ def _actions(store, record: dict) -> None:
 
 
 def _annotate(debate_id: str, turn_id: str, k: int) -> None:
-    """Store the turn's annotation (a tag typed anew joins the codebook) under the session's annotator."""
-    tag = (st.session_state.get(f"tag_{k}") or "").strip()
-    if not tag:
-        st.session_state["annotate_error"] = (k, "Pick or type a tag first.")
+    """Store the turn's annotation under the session's annotator: a codebook tag picked, or (with
+    codebook.NEW_TAG picked) the new tag named in `new_tag_{k}`, which joins the codebook in a colour
+    no tag has yet; a new name the codebook already holds is refused (`codebook.turn_tag`)."""
+    names = [t["name"] for t in open_store().tags()]
+    tag, problem = codebook.turn_tag(st.session_state.get(f"tag_{k}"), st.session_state.get(f"new_tag_{k}"), names)
+    if problem:
+        st.session_state["annotate_error"] = (k, problem)
         return
     try:
         open_store().annotate(debate_id, turn_id, tag, st.session_state.get(f"note_{k}") or "",
@@ -268,6 +316,7 @@ def _annotate(debate_id: str, turn_id: str, k: int) -> None:
         return
     st.session_state[f"tag_{k}"] = None
     st.session_state[f"note_{k}"] = ""
+    st.session_state[f"new_tag_{k}"] = ""
 
 
 def _unannotate(turn_id: str, annotation_id: int) -> None:
@@ -278,7 +327,7 @@ def _unannotate(turn_id: str, annotation_id: int) -> None:
 def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: int,
                 tags: list[dict] | None = None) -> None:
     """Tags on the turn (chips in their codebook colour, each with a button that deletes that one
-    annotation), the annotate row (a codebook tag, or a new name typed: it joins the codebook) and
+    annotation), the annotate row (a codebook tag, or "➕ New tag…" and its name: it joins the codebook) and
     the fork button."""
     tags = open_store().tags() if tags is None else tags
     colours = codebook.colour_map(tags)
@@ -290,8 +339,13 @@ def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: i
                           help=f"Delete this annotation ({md_escape(short(note['tag'], 60))}"  # help is markdown
                                + (f": {md_escape(short(note['note'], 60))}" if note.get("note") else "") + ")")
     tag_col, note_col, add_col, fork_col = st.columns([2, 3, 1, 1], vertical_alignment="bottom")
-    tag_col.selectbox("Tag", [t["name"] for t in tags], index=None, key=f"tag_{k}", accept_new_options=True,
-                      placeholder="tag…", label_visibility="collapsed")
+    # No accept_new_options: with it, Enter stored the typed prefix ("=SUM") as a new tag beside the
+    # highlighted "=SUM(A1)". Enter picks the highlighted tag; a new one is made only via NEW_TAG.
+    picked = tag_col.selectbox("Tag", [codebook.NEW_TAG, *(t["name"] for t in tags)], index=None, key=f"tag_{k}",
+                               format_func=codebook.turn_tag_label, placeholder="tag…", label_visibility="collapsed")
+    if picked == codebook.NEW_TAG:
+        tag_col.text_input("New tag", key=f"new_tag_{k}", max_chars=60, placeholder="new tag's name",
+                           label_visibility="collapsed", help="Joins the codebook when you press Annotate")
     note_col.text_input("Note", key=f"note_{k}", placeholder="note (optional)", label_visibility="collapsed")
     add_col.button("Annotate", key=f"annotate_{k}", on_click=_annotate, args=(record["id"], turn.id, k),
                    width="stretch")
@@ -302,5 +356,5 @@ def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: i
         st.switch_page(DEBATE_PAGE)
     error = st.session_state.get("annotate_error")
     if error and error[0] == k:
-        st.error(error[1])
+        st.error(md_escape(error[1]))  # it may quote a tag name
         del st.session_state["annotate_error"]

@@ -2,9 +2,12 @@
 tags (create, rename, colour, delete when unused, counts), tag chips, the list filters (tag, model,
 outcome, correctness), the annotation CSV downloads, who annotates (kept across reloads by
 session_memory), and fork links. One annotation is deleted on its turn (browse.py), which frees its tag.
+A turn's tag box (browse.py) offers the codebook's tags and `NEW_TAG`; `turn_tag` decides what an
+Annotate click stores: a typed prefix never makes a tag, a new one is made only through NEW_TAG.
 
 Keys: the `codebook` expander with `annotator`, `codebook_counts`, `codebook_new` /
-`codebook_new_colour` / `codebook_add`, `codebook_tag` / `codebook_rename_to` / `codebook_rename`,
+`codebook_new_colour` (offered a colour no tag has yet) / `codebook_add`, `codebook_tag` /
+`codebook_rename_to` / `codebook_rename`,
 `codebook_colour` (shows the picked tag's own colour) / `codebook_set_colour`, `codebook_delete`,
 `codebook_message`,
 `export_annotations` (the archive) and `export_annotations_open` (the opened debate); the filters
@@ -20,7 +23,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from mad_core.store import CORRECTNESS, OUTCOMES, TAG_COLOURS
+from mad_core.store import CORRECTNESS, OUTCOMES, TAG_COLOURS, free_tag_colour, tag_name
 
 from .common import OPEN_DEBATE, id8, md_escape, open_store
 
@@ -31,6 +34,11 @@ ANNOTATOR = "annotator"  # widget key; its value is kept under ANNOTATOR_KEPT (s
 ANNOTATOR_KEPT = "annotator_name"
 MESSAGE = "codebook_message_state"  # (kind, text) shown once after a codebook action
 COLOUR_SHOWN_FOR = "codebook_colour_for"  # the picked tag whose colour the colour box was last given
+NEW_COLOUR_SUGGESTED = "codebook_new_colour_for"  # the free colour the new tag's colour box was last given
+# A turn's tag box: the codebook's tags and this one entry, which opens a field for a new tag's name.
+# No tag name can be it (tag_name turns NUL into a space), so it never shadows a tag.
+NEW_TAG = "\x00new tag"
+NEW_TAG_LABEL = "➕ New tag…"
 TRANSCRIPTS_PAGE = "pages/1_Transcripts.py"
 
 
@@ -61,6 +69,44 @@ def annotation_line(note: dict[str, Any], colours: dict[str, str]) -> str:
     if note.get("annotator"):
         line += f" · _{md_escape(note['annotator'])}_"
     return line
+
+
+def counted(n: int, noun: str) -> str:
+    """"1 annotation", "2 annotations", "0 debates"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def tag_count_line(tag: dict[str, Any], colours: dict[str, str]) -> str:
+    """A codebook row: the chip, then "1 annotation in 1 debate" (plurals said right)."""
+    counts = f"{counted(tag['count'], 'annotation')} in {counted(tag['debates'], 'debate')}"
+    return f"{chip(tag['name'], colours)} {counts}"
+
+
+# ----- a turn's tag ---------------------------------------------------------------------------------
+def turn_tag_label(option: str) -> str:
+    """How a turn's tag box shows an option (the tags by name; NEW_TAG as "➕ New tag…")."""
+    return NEW_TAG_LABEL if option == NEW_TAG else option
+
+
+def turn_tag(picked: str | None, typed: str | None, names: list[str]) -> tuple[str | None, str | None]:
+    """The tag an Annotate click stores: (its name, None), or (None, the reason, naming the field).
+    `picked`: the turn's tag box (a codebook tag or NEW_TAG); `typed`: the new tag's name field.
+    A new name that the codebook holds in any case or spacing is refused: the box offers that tag,
+    and a second spelling would split the counts and the filter."""
+    if not picked:
+        return None, "tag: pick a tag from the codebook (or ➕ New tag… to make one)"
+    if picked != NEW_TAG:
+        if picked not in names:  # deleted or renamed since the box was drawn
+            return None, f"tag: the codebook no longer has {picked!r}; pick another"
+        return picked, None
+    try:
+        name = tag_name(typed, "new tag")
+    except ValueError as exc:
+        return None, str(exc)
+    same = next((n for n in names if " ".join(n.split()).lower() == name.lower()), None)
+    if same is not None:
+        return None, f"new tag: the codebook already has {same!r}; pick it in the tag box"
+    return name, None
 
 
 # ----- forks ---------------------------------------------------------------------------------------
@@ -140,6 +186,7 @@ def _add() -> None:
     _guarded(lambda: open_store().add_tag(name, colour), lambda added: f"Added {added!r} to the codebook.")
     if st.session_state[MESSAGE][0] == "success":
         st.session_state["codebook_new"] = ""
+        st.session_state.pop("codebook_new_colour", None)  # the next new tag is offered the next free colour
 
 
 def _rename() -> None:
@@ -176,7 +223,7 @@ def _delete() -> None:
     _guarded(lambda: open_store().delete_tag(name), lambda _: f"Deleted {name!r} from the codebook.")
     if st.session_state[MESSAGE][0] == "success":
         st.session_state["codebook_tag"] = None
-    elif " annotation(s)" in st.session_state[MESSAGE][1]:  # where those annotations can be deleted
+    elif " annotation" in st.session_state[MESSAGE][1]:  # where those annotations can be deleted
         _say("error", st.session_state[MESSAGE][1] + " (each annotation has a delete button on its turn: "
                       "filter the list by this tag to find them)")
 
@@ -194,6 +241,15 @@ def _show_picked_colour(colours: dict[str, str]) -> None:
         st.session_state[COLOUR_SHOWN_FOR] = picked
 
 
+def _suggest_new_colour(tags: list[dict[str, Any]]) -> None:
+    """Offer a new tag the colour no tag has yet (`free_tag_colour`), following the codebook as it
+    changes (a tag made on a turn takes that colour); a colour the user chose stays."""
+    free = free_tag_colour(t["colour"] for t in tags)
+    chosen = st.session_state.get("codebook_new_colour")
+    if chosen is None or chosen == st.session_state.get(NEW_COLOUR_SUGGESTED):
+        st.session_state["codebook_new_colour"] = st.session_state[NEW_COLOUR_SUGGESTED] = free
+
+
 def render_codebook(opened: str | None = None) -> None:
     """The Codebook expander: who annotates, every tag with its counts, the changes, the CSV downloads."""
     keep_annotator()
@@ -208,12 +264,12 @@ def render_codebook(opened: str | None = None) -> None:
                       placeholder="e.g. rater A", on_change=_remember_annotator)
         with st.container(key="codebook_counts"):
             if tags:
-                st.markdown("  \n".join(f"{chip(t['name'], colours)} {t['count']} annotation(s) in "
-                                        f"{t['debates']} debate(s)" for t in tags))
+                st.markdown("  \n".join(tag_count_line(t, colours) for t in tags))
             else:
-                st.caption("The codebook is empty: type a tag on a turn or add one here.")
+                st.caption(f"The codebook is empty: add a tag here, or with {NEW_TAG_LABEL} on a turn.")
         new_col, colour_col, add_col = st.columns([3, 2, 1], vertical_alignment="bottom")
         new_col.text_input("New tag", key="codebook_new", max_chars=60, placeholder="tag name")
+        _suggest_new_colour(tags)
         colour_col.selectbox("Colour", TAG_COLOURS, key="codebook_new_colour", format_func=_colour_label)
         add_col.button("Add", key="codebook_add", on_click=_add, width="stretch")
         tag_col, to_col, rename_col = st.columns([3, 2, 1], vertical_alignment="bottom")

@@ -3,14 +3,23 @@
 Keys: `pause`, `resume`, `stop`, `force_decision`, `say_all_text` + `say_all_send`,
 `say_one_agent` + `say_one_text` + `say_one_send`, the steering line `steering_status` and, right
 under it, the answer to the last message sent (`steer_notice`: queued, or why it was refused).
-The controls live in their own fragment (`render_controls`): a click reruns only that fragment,
-not the whole page (the form, the settled transcript, the plots), so the state it asked for shows
-in the steering line within a fraction of a second. The line reads the controller directly (not
-the folded view, which lags by a refresh): the state asked for and what it waits for, in words
-that say what the engine does (`steering_line`). The line is a fragment nested in the controls'
-one; while the debate runs it refreshes itself as often as the live page does, so "deciding:
-collecting 3 votes (1/3)" counts up as ballots come, and it redraws the page when the buttons were
-drawn for a state that is gone (a pause from another tab).
+The controls live in one fragment of their own (`render_controls`): a click reruns only that
+fragment, not the whole page (the form, the settled transcript, the plots), so the state it asked
+for shows in the steering line within a fraction of a second. While the debate runs the fragment
+also refreshes itself as often as the live page does (`steering_interval`), so "deciding:
+collecting 3 votes (1/3)" counts up as ballots come and a pause from another tab shows here. The
+buttons and the line are drawn together in every run, from the controller read once
+(`control_state`), so the row can never show buttons for a state that is gone. (A steering line
+in a fragment nested in the controls' one, redrawing the page when the buttons lagged, was
+dropped: on a loaded machine the Pause | Resume row vanished for the whole debate, its line
+greyed out as stale, and a first click could be lost; Streamlit's frontend is known to clean a
+nested fragment's stale elements with another run's ids, streamlit/streamlit#16708.) The line reads the controller directly (not the folded view, which lags by a
+refresh): the state asked for and what it waits for, in words that say what the engine does
+(`steering_line`).
+
+Buttons that change the state carry no hover `help=`: a click disables them, the browser then
+never sends mouse-leave, and the tooltip stayed over the row below. What Stop and Decide now do is
+a caption under their row (`STEERING_HELP`).
 
 Layout (a projector is 1280x720, and the page's navigation takes the sidebar's first ~330 px):
 the answer to a message shows under the steering line, at the top of the controls, where the
@@ -45,7 +54,6 @@ NOTICE_KEY = "steer_notice"  # the notice's container
 NOTICE_S = 10.0  # seconds the answer to a message stays under the steering line
 RESUME_ERROR = "resume_error"
 STEERING_KEY = "steering_status"
-CONTROLS_DRAWN = "controls_drawn"  # the control_state the buttons were last drawn for
 STOPPING = "stopping: the current turn is cut, and no further turn starts"  # engine: stop cuts at the next piece
 PAUSED = "paused: nothing more is generated until Resume"  # engine: a paused stream waits before its next piece
 # Our own static CSS (no user or model text): a compact notice, so at 1280x720 the message box stays
@@ -135,14 +143,9 @@ def control_state(debate: LiveDebate | None) -> tuple:
 
 
 def _steering(debate: LiveDebate | None) -> None:
-    """The steering line's fragment body. When the controller's state is no longer what the buttons
-    were drawn for (another tab or the Presenter page paused the debate, or the controls' own rerun
-    after a click was folded into another run and never drew), the whole page runs again, so no
-    button stays enabled or disabled for a state that is gone (Resume must be there once paused)."""
+    """The steering line and, under it, the answer to the last message sent."""
     if debate is None:
         return
-    if st.session_state.get(CONTROLS_DRAWN) != control_state(debate):
-        st.rerun(scope="app")
     with st.container(key=STEERING_KEY):
         st.markdown(f"**{md_escape(steering_line(debate))}**")
     _notice()
@@ -187,19 +190,24 @@ def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
 
 
 def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
-    """Pause / resume / stop / force decision, and moderator messages, in a fragment of their own."""
-    st.fragment(_controls)(debate, labels)
+    """Pause / resume / stop / force decision, and moderator messages, in a fragment of their own
+    that refreshes itself while the debate runs."""
+    st.html(NOTICE_CSS)
+    st.fragment(run_every=steering_interval(debate))(_controls)(debate, labels)
+
+
+STEERING_HELP = ("Stop: end now (the turn under way is kept, cut). Decide now: skip the remaining rounds; "
+                 "the protocol decides after this turn.")
 
 
 def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
-    """The fragment's body: buttons disabled where they don't apply, the steering line, a notice."""
-    active = debate is not None and not debate.done and not debate.controller.stopped
-    paused = active and debate.controller.paused
+    """The fragment's body: the steering line, buttons enabled for the state read once, a notice."""
+    done, stopped, paused, forced = control_state(debate) or (True, False, False, False)
+    active = not done and not stopped
+    paused = active and paused
     controller = debate.controller if debate is not None else None
-    st.session_state[CONTROLS_DRAWN] = control_state(debate)
-    st.html(NOTICE_CSS)
     with st.container(key="controls"):
-        st.fragment(run_every=steering_interval(debate))(_steering)(debate)
+        _steering(debate)
         # "Decide now" needs more room than "Stop": in equal half-width columns it was cut ("Decide …").
         top, bottom = st.columns(2), st.columns([2, 3])
         top[0].button("Pause", key="pause", icon="⏸️", disabled=not active or paused, width="stretch",
@@ -207,15 +215,12 @@ def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
         top[1].button("Resume", key="resume", icon="▶️", disabled=not paused, width="stretch",
                       on_click=getattr(controller, "resume", None))
         bottom[0].button("Stop", key="stop", icon="⏹️", disabled=not active, width="stretch",
-                         on_click=getattr(controller, "stop", None),
-                         help="Cut the turn under way (it is kept, marked interrupted) and end the debate.")
+                         on_click=getattr(controller, "stop", None))
         bottom[1].button("Decide now", key="force_decision", icon="⚖️", width="stretch",
-                         disabled=not active or controller.force_requested,
-                         on_click=getattr(controller, "force_decision", None),
-                         help="Skip the remaining rounds: once the turn under way finishes, the protocol decides "
-                              "(or its fallback rule does).")
+                         disabled=not active or forced, on_click=getattr(controller, "force_decision", None))
+        st.caption(STEERING_HELP)  # not a hover tooltip: see the module docstring
         # Forms send the chosen agent, the text and the click together: no intermediate rerun can
-        # race with the live fragment's redraws and lose a choice.
+        # race with the fragment's redraws and lose a choice.
         with st.form("say_all_form", border=False):
             st.text_input("Message to all agents", key="say_all_text", disabled=not active,
                           placeholder="e.g. Check the units again.")

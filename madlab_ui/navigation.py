@@ -8,10 +8,15 @@ drawn. Keeping the Debate page in `app.py` keeps `st.switch_page("app.py")` (com
 AppTest's `switch_page(APP)` working, and its URL at "/". The other pages keep their URLs
 ("/Transcripts", ...).
 
-What it must not do: draw anything itself, or run a page other than the one st.navigation chose.
+`arrive_at_top()` is for a page reached by `st.switch_page` from a scrolled page (a fork made far
+down a transcript): the browser keeps the old scroll position and, at times, the old page's address.
+
+What it must not do: draw anything itself (but `arrive_at_top`'s static script), or run a page other
+than the one st.navigation chose.
 """
 from __future__ import annotations
 
+import json
 import threading
 
 import streamlit as st
@@ -50,3 +55,25 @@ def route() -> bool:
     finally:
         _inside.page = False
     return True
+
+
+# Our own static script (the page paths are ours): scroll the main area to the top and, when the address
+# still names another page (".../Transcripts?session=..."), put the Debate page's ("/?session=...") there.
+_TO_TOP_JS = """<script>
+(() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (main) main.scrollTo(0, 0);
+  window.scrollTo(0, 0);
+  const others = %s, loc = window.location, parts = loc.pathname.replace(/\\/$/, "").split("/");
+  if (others.includes(parts[parts.length - 1])) {
+    parts.pop();
+    window.history.replaceState(window.history.state, "", parts.join("/") + "/" + loc.search + loc.hash);
+  }
+})();
+</script>"""
+
+
+def arrive_at_top() -> None:
+    """On the Debate page reached by a switch from a scrolled page: open it at the top, at its address."""
+    others = [url for _, _, _, url in PAGES if url]
+    st.html(_TO_TOP_JS % json.dumps(others), unsafe_allow_javascript=True)

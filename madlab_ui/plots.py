@@ -117,11 +117,11 @@ def entropy_series(view: DebateView) -> list[tuple[int, float]]:
 
 def agreement_series(view: DebateView) -> list[tuple[int, float | None]]:
     """Share of agents holding the most common answer in each complete round, answers read with the
-    debate's answer type (the report's): an unreadable answer holds none; None (a gap) for a round
-    without any readable answer."""
+    debate's answer type (the report's answer keys: different words it holds for one answer count
+    as one): an unreadable answer holds none; None (a gap) for a round without any readable answer."""
     out = []
     for row in debate_metrics(view).get("rounds") or []:
-        answers = list((row.get("answers") or {}).values())
+        answers = [figures.answer_key(row, agent) for agent in row.get("answers") or {}]
         held = Counter(a for a in answers if a is not None)
         out.append((row["round"], max(held.values()) / len(answers) if held else None))
     return out

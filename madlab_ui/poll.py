@@ -2,16 +2,21 @@
 students open on their own devices (`/Poll?poll=<id>`).
 
 - Teacher (presenter sidebar): `poll_question`, `poll_options` (one answer per line; `poll_fill`
-  puts the agents' current answers there), `poll_open` (only before the decision is shown),
+  puts the agents' current answers there, read with the debate's answer type: "yes", "no", not
+  their whole replies), `poll_open` (only before the decision is shown; once it is shown the poll
+  takes no more predictions: `close_on_decision`),
   `poll_close`, `poll_reveal` (only once the decision is shown, so the results never spoil it),
   and a prediction recorded on a student's behalf (`poll_proxy_voter`, `poll_proxy_option`,
   `poll_proxy_send`).
 - Stage (`poll_stage`, a compact band in the presenter's screen): the question and how many
-  predictions are in (`poll_count`) on one line, the plain link to vote in big type (`poll_link`)
-  while open and, only after the reveal, the counts in one line and who predicted right
-  (`poll_results`). It refreshes itself every POLL_REFRESH_S (students vote from elsewhere).
+  predictions are in (`poll_count`: open / closed / closed because the debate decided) on one
+  line, while open the link's QR code for phones (`poll_qr`, segno) beside the plain link in big
+  type that never breaks inside (`poll_link`), and, only after the reveal, one short line per
+  answer with its count (`poll_result_{i}`, the decision marked) and one line of who predicted
+  right (`poll_right`), inside `poll_results`. It refreshes itself every POLL_REFRESH_S.
 - Student page: `poll_id_input` when the URL has no poll, `poll_debate_question`, `poll_voter` (name; empty = this
-  device's token), `poll_choice`, `poll_predict`, `poll_mine` (your prediction), `poll_results` (after the
+  device's token), `poll_choice`, `poll_predict` (while open; once the debate decided the page says the poll
+  closed because of it, and a late send is refused by `mad_core.polls`), `poll_mine` (your prediction), `poll_results` (after the
   reveal: `poll_decision`, what the debate decided, then the table where every answer's decision cell says
   whether it is the decision, and a row for the decided answer when it is none of the poll's answers).
 
@@ -21,18 +26,23 @@ text as HTML (options, names and questions are markdown-escaped or plain text).
 """
 from __future__ import annotations
 
+import io
 from urllib.parse import urlsplit, urlunsplit
 
+import segno
 import streamlit as st
 
 from mad_core import handout, polls
 from mad_core.polls import PollError
-from mad_core.view import DebateView
+from mad_core.view import DISCUSSION_KINDS, DebateView
 
 from . import network
 from .common import POLL_VOTER, md_escape, open_store, owner_id
 
 POLL_REFRESH_S = 2.0
+QR_PX = 120  # the QR code on the stage: a phone reads it across a classroom from a projector
+STAGE_ROWS = 4  # answers listed on the stage after the reveal (the rest summed up in one line)
+STAGE_OPTION_CHARS = 32  # an answer on the stage's results (its whole text is on the students' page)
 POLL_PAGE = "Poll"  # the students' page's URL path (madlab_ui/navigation.py)
 NOTICE = "poll_notice"  # session key: (kind, message) shown once after a poll action
 
@@ -81,9 +91,23 @@ def _act(action, *args, done: str = "") -> None:
 
 # ----- teacher ----------------------------------------------------------------------------------
 def current_answers(view: DebateView) -> list[str]:
-    """The agents' latest answers (their last round with answers) as poll options."""
-    rounds = view.answers_by_round()
-    return polls.agent_options(rounds[-1][1]) if rounds else []
+    """The agents' current answers (each one's latest finished discussion reply, read with the
+    debate's answer type as the metric report reads it) as poll options."""
+    replies: dict[str, str] = {}
+    for turn in view.turns:
+        if turn.kind in DISCUSSION_KINDS and turn.status == "ok" and turn.text:
+            replies[turn.agent] = turn.text
+    return polls.agent_options(replies, view.config)
+
+
+def close_on_decision(debate_id: str, view: DebateView) -> None:
+    """The decision is on the screen (a live debate's, or a replay that reached it): the poll stops
+    taking predictions (a live debate's poll is closed by the store already)."""
+    if view.decision is None:
+        return
+    poll = current_poll(open_store(), debate_id)
+    if poll is not None and poll["status"] == "open":
+        polls.close_on_decision(open_store(), poll["id"])
 
 
 def _fill(view: DebateView) -> None:
@@ -110,7 +134,7 @@ def render_teacher(debate_id: str, view: DebateView) -> None:
     st.subheader("Prediction poll")
     _notice()
     if poll is not None and poll["status"] != "revealed":
-        st.caption(f"Poll `{poll['id']}` is **{poll['status']}**.")
+        st.caption(f"Poll `{poll['id']}` is **{STATUS_WORDS[poll['status']]}**.")
         st.selectbox("Record for a student", poll["options"], key="poll_proxy_option")
         st.text_input("Student's name", key="poll_proxy_voter", placeholder="name")
         st.button("Record prediction", key="poll_proxy_send", on_click=_proxy, args=(poll["id"],),
@@ -137,6 +161,7 @@ def render_teacher(debate_id: str, view: DebateView) -> None:
 # ----- results (stage and student page) ---------------------------------------------------------
 DECIDED_MARK = "✅ the decision"
 NOT_DECIDED_MARK = "✗ not the decision"
+STATUS_WORDS = {"open": "open", "closed": "closed", "decided": "closed: the debate decided", "revealed": "revealed"}
 
 
 def decided_line(result: dict) -> str:
@@ -150,9 +175,41 @@ def decided_line(result: dict) -> str:
             + ("" if matched else " (none of the poll's answers)"))
 
 
+def stage_rows(result: dict) -> list[str]:
+    """The revealed results on the stage, one short markdown line each: an answer's count (the
+    decision marked ✅, the answer cut at a word), at most STAGE_ROWS answers (the decision and the
+    most predicted; the others summed up in one line), a line when no answer is the decision."""
+    decision = result["decision"]
+    rows = [(i, option, n, polls.matches(option, decision)) for i, option in enumerate(result["counts"])
+            for n in [result["counts"][option]]]
+    if len(rows) > STAGE_ROWS:  # the decision first, then the most predicted; shown in the poll's order
+        kept = sorted(rows, key=lambda row: (not row[3], -row[2], row[0]))[:STAGE_ROWS - 1]
+        rest = [row for row in rows if row not in kept]
+        rows = sorted(kept)
+    else:
+        rest = []
+    lines = [f"{'✅' if right else '✗'} **{n}** · {md_escape(handout.cut_words(option, STAGE_OPTION_CHARS))}"
+             + (" · the decision" if right else "") for _, option, n, right in rows]
+    if rest:
+        lines.append(f"✗ **{sum(row[2] for row in rest)}** · {len(rest)} other answers")
+    if not any(row[3] for row in rows):
+        lines.append("✅ The decision is none of these answers." if decision is not None
+                     else "No decision was reached.")
+    return lines
+
+
+def right_line(result: dict, limit: int = 0) -> str:
+    """Who predicted right, in one markdown line (`limit`: at most that many characters of names)."""
+    right = result["right"] or []
+    names = ", ".join(right)
+    if limit:
+        names = handout.cut_words(names, limit)
+    return f"**Predicted right: {len(right)} of {result['total']}**" + (f" · {md_escape(names)}" if right else "")
+
+
 def render_results(result: dict, compact: bool = False) -> None:
     """What the debate decided, the counts per option with the decision marked, and who predicted
-    right (revealed polls only): a table, or one line (`compact`, for the presenter's band)."""
+    right (revealed polls only): a table, or a few short lines (`compact`, for the presenter's band)."""
     if result["counts"] is None:
         return
     decision = result["decision"]
@@ -160,24 +217,22 @@ def render_results(result: dict, compact: bool = False) -> None:
              for option in result["counts"]}
     with st.container(key="poll_results", border=not compact):
         if compact:
-            line = " · ".join(f"{md_escape(option)}: **{n}**" + (f" {DECIDED_MARK}" if marks[option] == DECIDED_MARK
-                                                                  else "")
-                              for option, n in result["counts"].items())
-            if DECIDED_MARK not in marks.values():  # the band's decision card says it too; a line here ties them
-                line += " · " + decided_line(result)
-            st.markdown(line)
-        else:
-            with st.container(key="poll_decision"):
-                st.markdown(decided_line(result))
-            rows = [{"answer": option, "predictions": n, "decision": marks[option]}
-                    for option, n in result["counts"].items()]
-            if decision is not None and DECIDED_MARK not in marks.values():  # the decided answer gets a row too
-                rows.append({"answer": handout.headline_answer(decision), "predictions": 0,
-                             "decision": f"{DECIDED_MARK} (not a poll answer)"})
-            st.table(rows)
-        right = result["right"] or []
-        st.markdown(f"**Predicted right ({len(right)} of {result['total']}):** "
-                    + (", ".join(md_escape(v) for v in right) if right else "nobody"))
+            for i, line in enumerate(stage_rows(result)):
+                with st.container(key=f"poll_result_{i}"):
+                    st.markdown(line)
+            with st.container(key="poll_right"):
+                st.markdown(right_line(result, limit=60))
+            return
+        with st.container(key="poll_decision"):
+            st.markdown(decided_line(result))
+        rows = [{"answer": option, "predictions": n, "decision": marks[option]}
+                for option, n in result["counts"].items()]
+        if decision is not None and DECIDED_MARK not in marks.values():  # the decided answer gets a row too
+            rows.append({"answer": handout.headline_answer(decision), "predictions": 0,
+                         "decision": f"{DECIDED_MARK} (not a poll answer)"})
+        st.table(rows)
+        with st.container(key="poll_right"):
+            st.markdown(right_line(result))
 
 
 def render_stage(debate_id: str) -> None:
@@ -192,7 +247,7 @@ def render_stage(debate_id: str) -> None:
         result = polls.results(store, poll["id"])
         # A compact band for a 1280x720 screen: the question and the count on one line, then the link
         # (while open) or the results in a line or two (once revealed).
-        word = {"open": "open", "closed": "closed: waiting for the reveal", "revealed": "revealed"}
+        word = {**STATUS_WORDS, "closed": "closed: waiting for the reveal"}
         with st.container(key="poll_stage", border=True):
             with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
                 st.markdown(f"**🗳️ {md_escape(poll['question'])}**", width="content")
@@ -200,17 +255,27 @@ def render_stage(debate_id: str) -> None:
                     st.markdown(f"**{result['total']}** prediction{'s' if result['total'] != 1 else ''} · "
                                 f"{word[poll['status']]}")
             if poll["status"] == "open":
+                link, reachable = poll_link(poll["id"])
                 with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
-                    st.markdown("Predict on your own device:", width="content")
-                    link, reachable = poll_link(poll["id"])
-                    with st.container(key="poll_link"):
-                        st.code(link, language=None)
-                if not reachable:
-                    st.caption("Students' devices cannot open a localhost link: give them this computer's "
-                               "network address in its place.")
+                    with st.container(key="poll_qr", width="content"):
+                        st.image(qr_png(link), width=QR_PX, output_format="PNG")  # lossless: a sharp code
+                    with st.container(key="poll_join"):
+                        st.markdown("Predict on your own device: scan the code or type")
+                        with st.container(key="poll_link"):
+                            st.code(link, language=None, wrap_lines=False)
+                        if not reachable:
+                            st.caption("Students' devices cannot open a localhost link: give them this "
+                                       "computer's network address in its place.")
             render_results(result, compact=True)
 
     stage()
+
+
+def qr_png(link: str) -> bytes:
+    """The link as a QR code (a full QR symbol: phones' cameras do not read Micro QR), a PNG."""
+    out = io.BytesIO()
+    segno.make_qr(link, error="m").save(out, kind="png", scale=6, border=2)
+    return out.getvalue()
 
 
 # ----- the students' page -----------------------------------------------------------------------
@@ -259,6 +324,8 @@ def render_student_page() -> None:
                   disabled=not st.session_state.get("poll_choice"))
     elif poll["status"] == "closed":
         st.info("Predictions are closed. Wait for the reveal.")
+    elif poll["status"] == "decided":
+        st.info("The poll is closed: the debate has decided. Wait for the reveal.")
     if me:
         option = polls.prediction_of(store, poll["id"], me)
         if option is not None:

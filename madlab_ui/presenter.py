@@ -4,8 +4,9 @@ and the poll's controls in the sidebar (collapsed at first); the keys' buttons i
 at the bottom of the page (a collapsed sidebar does not mount its widgets, so their keys would be dead).
 
 One screen without page scroll at 1280x720 (`assets/presenter.css`): the question, a band with the
-decision once shown and the prediction poll (`madlab_ui.poll`: its link and count while open, its
-results after the reveal), then the agents, whose text scrolls inside each column's own box.
+decision once shown and the prediction poll (`madlab_ui.poll`: its QR code, link and count while
+open, a few short lines of results after the reveal; once the decision is on the screen the poll
+takes no more predictions), then the agents, whose text scrolls inside each column's own box.
 
 It shows either this session's live debate (st.session_state[DEBATE_ID], see `mad_core.live`; the
 current speakers are the agents whose turns are streaming: several at once in a simultaneous round;
@@ -278,6 +279,7 @@ def render() -> None:
         return
     with boxes["question"]:
         st.markdown(f"## {md_escape(short(view.config.get('question', ''), 400))}")
+    poll.close_on_decision(debate_id, view)  # the decision is on the screen: no more predictions
     with boxes["band"]:
         _band(view, debate_id)
     with st.sidebar:

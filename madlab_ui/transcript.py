@@ -43,6 +43,16 @@ def status_word(view: DebateView, debate=None) -> str:
     return view.status
 
 
+def turn_count(view: DebateView) -> str:
+    """"2 turns done · 1 replying": the finished turns (the progress bar's "calls done" counts the
+    same) and those whose reply is streaming; a turn started but with no text yet is not counted
+    (a simultaneous round starts every agent at once: "4 turns" beside "0 calls done" was untrue)."""
+    done = sum(1 for t in view.turns if t.status != "streaming")
+    replying = sum(1 for t in view.turns if t.status == "streaming" and t.text)
+    words = f"{done} turn{'' if done == 1 else 's'} done"
+    return words + (f" · {replying} replying" if replying else "")
+
+
 def render_status(view: DebateView, debate=None) -> None:
     from .controls import steering_note  # the steering words are the controls' own
 
@@ -54,7 +64,7 @@ def render_status(view: DebateView, debate=None) -> None:
         parts.append(md_escape(note.removeprefix("stopping: ")))
     if rounds:
         parts.append(f"round {max(rounds)} of max {view.config.get('max_rounds', '?')}")
-    parts.append(f"{len(view.turns)} turns")
+    parts.append(turn_count(view))
     parts.append(f"{view.elapsed_s:.1f} s")
     if view.finish_reason and word != "running":
         parts.append(md_escape(view.finish_reason))
@@ -319,7 +329,7 @@ def render_decision(view: DebateView, revealed: bool | None = None) -> None:
                     st.text(full)
         facts = [f"protocol **{md_escape(decision.protocol)}**", f"round {decision.round}"]
         if decision.winner_agent:
-            facts.append(f"winner **{md_escape(decision.winner_agent)}**")
+            facts.append(f"winner **{md_escape(handout.winner_words(view))}**")  # "Agent 1's extracted final answer"
         st.markdown(" · ".join(facts))
         if decision.forced:
             st.warning("Forced: a person asked for a decision before the protocol reached one.")

@@ -21,7 +21,7 @@ import functools
 
 import streamlit as st
 
-from mad_core import figures
+from mad_core import figures, handout
 from mad_core.view import DebateView
 from madlab_ui import codebook, compare, plots, transcript
 from madlab_ui.common import (MODERATOR_AVATAR, agent_style, id8, md_escape, model_markdown, open_store, page_setup,
@@ -69,7 +69,7 @@ def decision_lines(view: DebateView) -> None:
     st.markdown(f"**Decision:** {md_escape(short(answer, 200))}" if answer else "**Decision:** (empty answer)")
     notes = " · forced" if view.decision.forced else ""
     notes += " · fallback" if view.decision.fallback else ""
-    st.caption(f"round {view.decision.round} · winner {md_escape(view.decision.winner_agent or '-')}{notes}")
+    st.caption(f"round {view.decision.round} · winner {md_escape(handout.winner_words(view) or '-')}{notes}")
 
 
 def overview(views: dict[str, DebateView]) -> None:
@@ -82,14 +82,8 @@ def overview(views: dict[str, DebateView]) -> None:
                 st.caption(f"{md_escape(view.config.get('paradigm'))} · {len(view.agents)} agents · "
                            f"status {view.status}")
                 fork_note(debate_id, f"compare_parent_{id8(debate_id)}")
-                if view.decision is not None:
-                    st.markdown(model_markdown(view.decision.answer) or "(empty answer)")
-                    winner = view.decision.winner_agent or "-"
-                    notes = " · forced" if view.decision.forced else ""
-                    notes += " · fallback" if view.decision.fallback else ""
-                    st.caption(f"round {view.decision.round} · winner {md_escape(winner)}{notes}")
-                else:
-                    st.caption("no decision")
+                # the decided answer escaped: "1. Not a number. 2. ..." is text, never a Markdown list
+                decision_lines(view)
                 transcript.render_usage_line(view)
 
     for key, title, ytitle, series in (

@@ -65,7 +65,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..answers import decided_answer, final_answer
+from ..answers import decided_answer, extracted_answer, final_answer
 from ..events import DISCUSSION_KINDS
 from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer
 from ..view import DebateView
@@ -75,7 +75,8 @@ from .outcomes import accuracy_smooth, accuracy_strict, auc, outcome_metrics
 from .process import CORRECT, WRONG, answer_changes, initial_state, initial_states_by_player, transitions
 from .similarity import Embedder, _cosine, _package, answer_similarity, self_bleu_diversity
 
-VERSION = 2  # 2: numbers read strictly, extraction answers, None for unreadable rounds
+VERSION = 3  # 2: numbers read strictly, extraction answers, None for unreadable rounds; 3: per-round "keys",
+# final-answer similarity over the extracted answers (was over the JSON's last line, "}")
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 # Free-text answers whose SBERT cosine similarity reaches this are one answer. Measured with the
 # bundled all-MiniLM-L6-v2 on 15 paraphrase pairs ("Paris" / "paris, France", "Albert Einstein" /
@@ -292,9 +293,14 @@ def _discussion_turns(view: DebateView, rounds: set[int] | None, kinds: tuple[st
 
 
 def _answer_text(turn) -> str:
-    """The final answer a discussion turn states (its `answer`, else its last answer line)."""
+    """The final answer a turn states: an extraction's parsed answer (`{"answer": "1.01"}` ->
+    "1.01", its lead-in dropped; never its last line, which is the JSON's "}"), a discussion
+    turn's `answer`, else its last answer line. The final-answer similarity (seed 000 Table 1)
+    is over these."""
     if turn.status != "ok":
         return ""
+    if turn.kind == "extraction":
+        return extracted_answer(turn.text)
     return (turn.answer or final_answer(turn.text) or "").strip()
 
 
@@ -372,7 +378,7 @@ def _compute(view: DebateView, config: dict, kind: str, embed: Embedder, only: s
         replies = list(replies_of.values())
         consistency = dict(zip(keyed, path_consistency(values)))
         report["rounds"].append({
-            "round": number, "answers": answers, "readable": readable, "agents": len(values),
+            "round": number, "answers": answers, "keys": dict(keyed), "readable": readable, "agents": len(values),
             # Over the readable answers only; a round without one has no spread (None, never 0
             # bits: "nobody answered" is not "everybody agrees"), one alone has no pair to differ.
             "entropy": entropy(values) if readable else None,

@@ -279,3 +279,33 @@ def test_a_round_without_readable_answers_is_a_gap_with_a_note_not_0_bits():
     view = DebateView.from_store(Store(), debate)
     assert plots.agreement_series(view) == [(1, pytest.approx(1 / 3)), (2, None)]
     assert plots.entropy_series(view) == [(1, 0.0), (2, None)]
+
+
+CENTS = {"Agent 1": "the ball costs 5 cents", "Agent 2": "five cents is what the ball costs", "Agent 3": "Lyon"}
+
+
+def cents_reply(messages, info) -> str:
+    meta = info["metadata"]
+    return "1" if meta["kind"] == "vote" else f"Let me see.\nFinal answer: {CENTS[meta['agent']]}"
+
+
+def test_one_answer_the_metrics_count_is_one_colour_whatever_its_words(monkeypatch):
+    """The teacher's bat-and-ball debate: SBERT holds two agents' different words for one answer
+    (entropy 0 bits), so the charts must colour them alike (they were blue and orange)."""
+    monkeypatch.setattr(plots, "EMBED", lambda texts: [[1.0, 0.0] if "cent" in t else [0.0, 1.0] for t in texts])
+    debate = scripted_debate("charts_cents", cents_reply, {
+        "question": "A bat and a ball cost $1.10 together...", "rounds": 1, "max_rounds": 1,
+        "protocol": "simple_voting", "agents": [{"label": a, "model": "scripted/charts_cents"} for a in CENTS]})
+    at = open_debate(debate)
+    timeline, _ = chart_of(at, "plot_timeline")
+    votes, _ = chart_of(at, "plot_votes")
+    cells = timeline["data"][0]
+    assert [html.unescape(row[0]) for row in cells["customdata"]] == list(CENTS.values())  # each cell its own words
+    colour = [figures.cell_color(cells, row, 0) for row in range(3)]
+    # must not happen: two colours for the one answer (Agents 1 and 2), one colour for two (Agent 3's)
+    assert colour[0] == colour[1] != colour[2]
+    assert votes["data"][0]["marker"]["color"] == colour  # the votes chart agrees with the timeline
+    report = plots.debate_metrics(DebateView.from_store(Store(), debate))
+    assert report["rounds"][0]["keys"]["Agent 1"] == report["rounds"][0]["keys"]["Agent 2"]
+    # the Compare page's agreement curve counts the same answers: 2 of 3 hold one (never 1 of 3)
+    assert plots.agreement_series(DebateView.from_store(Store(), debate)) == [(1, pytest.approx(2 / 3))]

@@ -168,9 +168,11 @@ def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_re
 
     at.selectbox(key="presenter_round").set_value(DECISION).run()
     at.button(key="poll_reveal").click().run()
-    results = at.get_by_key("poll_results")  # on the projector: one line in the band beside the decision
-    assert "Paris: **1** ✅ the decision · Lyon: **1**" in texts(results)
-    assert "Predicted right (1 of 2):** Bo" in texts(results)
+    # On the projector: one short line per answer and one of who predicted right, beside the decision.
+    assert [texts(at.get_by_key(f"poll_result_{i}")) for i in range(2)] == [
+        "✅ **1** · Paris · the decision", "✗ **1** · Lyon"]
+    assert texts(at.get_by_key("poll_right")) == "**Predicted right: 1 of 2** · Bo"
+    assert "poll_result_2" not in keys(at)
     assert "decision_card" in {getattr(node, "key", None) for node in at.get_by_key("presenter_band")}
     phone.run()
     assert "You predicted right" in texts(phone.main)
@@ -283,3 +285,86 @@ def test_a_two_line_reply_keeps_its_line_break_in_the_presenters_column():
     assert any(b.startswith("first line of it  \nsecond line, Paris") for b in bodies), bodies
     # Must not happen: the two lines handed to Markdown as one paragraph (it joins them).
     assert not any("first line of it\nsecond line" in b for b in bodies)
+
+
+def yes_no_reply(messages, info) -> str:
+    """The trial's yes/no debate: long rambling replies, one of them unreadable as yes or no."""
+    kind, agent = info["metadata"].get("kind", "discussion"), info["metadata"].get("agent", "Agent 1")
+    if kind == "vote":
+        return "1"
+    ramble = ("91 is not a prime number but 2*3 = 6 more than 7 so it is composite by 4 other numbers "
+              "to get from 5, which is also divisible by both 2 and 3, and so on for a while longer.")
+    return {"Agent 1": f"{ramble}\nFinal answer: No", "Agent 2": f"Yes. {ramble}", "Agent 3": ramble}[agent]
+
+
+def test_the_agents_current_answers_fill_a_yes_no_poll_with_yes_and_no():
+    name = "apptest_presenter_yes_no"
+    data = {"question": "Is 91 a prime number? Answer yes or no.", "answer_type": "yes_no", "rounds": 1,
+            "max_rounds": 1, "protocol": "simple_voting",
+            "agents": [{"label": f"Agent {i}", "model": f"scripted/{name}"} for i in (1, 2, 3)]}
+    debate_id = scripted_debate(name, yes_no_reply, data)
+    at = presenter(replay=debate_id)
+    for _ in range(3):
+        at.button(key="presenter_next").click().run()
+    at.button(key="poll_fill").click().run()
+    # Must not happen: whole replies cut mid-sentence as options, or the unreadable one (Agent 3) offered.
+    assert at.text_area(key="poll_options").value == "no\nyes"
+    at.button(key="poll_open").click().run()
+    assert polls.polls_of(Store(), debate_id)[0]["options"] == ["no", "yes"]
+
+
+def test_the_poll_link_is_shown_whole_with_its_qr_code(monkeypatch):
+    """The link on one line (never broken inside) and a QR code made of exactly that link."""
+    import segno
+
+    given = []
+    real = segno.make_qr
+    monkeypatch.setattr(segno, "make_qr", lambda content, **kw: given.append(content) or real(content, **kw))
+    debate_id = run_debate()
+    poll_id = polls.open_poll(Store(), debate_id, ["Paris", "Lyon"])
+    at = presenter(replay=debate_id)
+    link = at.get_by_key("poll_link").code[0]
+    assert link.value == f"/Poll?poll={poll_id}" and link.proto.wrap_lines is False
+    assert given and set(given) == {link.value}  # the QR code carries the link, nothing else
+    [image] = at.get_by_key("poll_qr").get("image")
+    assert len(image.value) == 1 and image.value[0].endswith(".png")
+    # Must not happen: a Micro QR symbol (phones' cameras do not read it), which segno.make picks for short data.
+    assert not real(link.value, error="m").is_micro and segno.make("/Poll").is_micro
+
+
+def test_a_vote_sent_after_the_decision_is_shown_is_refused_and_not_counted():
+    """The trial: the projector showed the decision beside "1 prediction · open", and a phone that
+    voted then was counted. Once the replay shows the decision, the poll says closed everywhere."""
+    debate_id = run_debate()
+    at = presenter(replay=debate_id)
+    at.selectbox(key="presenter_round").set_value(1).run()
+    at.text_area(key="poll_options").set_value("Paris\nLyon").run()
+    at.button(key="poll_open").click().run()
+    poll_id = polls.polls_of(Store(), debate_id)[0]["id"]
+    phone = student(poll_id)  # open before the decision: the radio and the send button are there
+    phone.radio(key="poll_choice").set_value("Lyon").run()
+    at.selectbox(key="presenter_round").set_value(DECISION).run()  # the decision is on the projector
+    assert "closed: the debate decided" in texts(at.get_by_key("poll_count"))
+    assert "poll_link" not in keys(at) and "poll_qr" not in keys(at)
+    assert at.button(key="poll_proxy_send").disabled
+    phone.button(key="poll_predict").click().run()
+    assert "the debate has decided: predictions are no longer taken" in texts(phone.main)
+    assert "The poll is closed: the debate has decided" in texts(phone.main) and "poll_predict" not in keys(phone)
+    # Must not happen: the late vote counted.
+    assert polls.results(Store(), poll_id)["total"] == 0
+    at.run()
+    assert texts(at.get_by_key("poll_count")).startswith("**0** predictions")
+
+
+def test_the_stage_lists_at_most_four_short_lines_of_results_the_decision_always_among_them():
+    from madlab_ui.poll import stage_rows
+
+    counts = {"Marseille": 0, "Lyon": 3, "Nice": 1, "Lille": 2, "Paris, the capital and the seat of every government": 0,
+              "Brest": 0}
+    result = {"counts": counts, "decision": "Paris, the capital and the seat of every government", "total": 6}
+    assert stage_rows(result) == ["✗ **3** · Lyon", "✗ **2** · Lille",
+                                  "✅ **0** · Paris, the capital and the seat… · the decision",
+                                  "✗ **1** · 3 other answers"]
+    # Must not happen: the decision left out of the stage because few predicted it, or a paragraph.
+    assert stage_rows({**result, "decision": "Toulouse"})[-1] == "✅ The decision is none of these answers."
+    assert len(stage_rows({**result, "decision": None})) == 5

@@ -12,7 +12,7 @@ from app_helpers import (COMPARE, HELD, TRANSCRIPTS, app, config, keys, open_deb
 
 from mad_core import live
 from mad_core.store import Store
-from madlab_ui.codebook import COLOUR_MARKS
+from madlab_ui.codebook import COLOUR_MARKS, NEW_TAG, NEW_TAG_LABEL, turn_tag
 
 
 def listed(at) -> list[str]:
@@ -29,7 +29,7 @@ def test_codebook_adds_renames_recolours_and_refuses_to_delete_a_used_tag():
     Store().annotate(debate_id, turn.id, "flip", "changes its mind")
     at = app(TRANSCRIPTS)
     assert "flip\\]" not in codebook_text(at) and "flip" in codebook_text(at)
-    assert "1 annotation(s) in 1 debate(s)" in codebook_text(at)
+    assert "1 annotation in 1 debate" in codebook_text(at)
 
     at.text_input(key="codebook_new").set_value("Circular reasoning")
     at.selectbox(key="codebook_new_colour").set_value("red")
@@ -66,8 +66,7 @@ def test_annotating_uses_the_codebook_remembers_the_annotator_and_shows_chips():
     at = open_debate(debate_id)
     assert set(at.selectbox(key="tag_1").options) >= {"sycophancy", "flip"}
     at.text_input(key="annotator").set_value("Rater A").run()
-    at.selectbox(key="tag_1").set_value("good point")  # a new name typed is tested in the browser (AppTest
-    # cannot set a selectbox to a value outside its options)
+    at.selectbox(key="tag_1").set_value("good point")
     at.text_input(key="note_1").set_value("misreads Agent 1")
     at.button(key="annotate_1").click().run()
     note = Store().annotations(debate_id)[0]
@@ -76,7 +75,7 @@ def test_annotating_uses_the_codebook_remembers_the_annotator_and_shows_chips():
     shown = texts(at.get_by_key("turn_1"))
     assert f":{colour}-badge[" in shown and "good point" in shown and "Rater A" in shown
     assert "good point" not in texts(at.get_by_key("turn_0"))
-    assert f":{colour}-badge[{COLOUR_MARKS[colour]} good point] 1 annotation(s) in 1 debate(s)" in codebook_text(at)
+    assert f":{colour}-badge[{COLOUR_MARKS[colour]} good point] 1 annotation in 1 debate" in codebook_text(at)
     at.switch_page(COMPARE).run()
     at.switch_page(TRANSCRIPTS).run()
     assert at.text_input(key="annotator").value == "Rater A"  # remembered across pages
@@ -224,7 +223,7 @@ def test_an_annotation_is_deleted_from_its_turn_and_then_its_tag_can_go():
     same_turn = store.annotate(debate_id, turns[1].id, "error", "keep me")
     other_turn = store.annotate(debate_id, turns[0].id, "flip", "right turn")
     at = open_debate(debate_id)
-    assert "2 annotation(s) in 1 debate(s)" in codebook_text(at)
+    assert "2 annotations in 1 debate" in codebook_text(at)
     button = at.button(key=f"unannotate_{mistaken}")
     assert "flip" in button.help and "wrong turn" in button.help  # the control says which annotation it deletes
     button.click().run()
@@ -233,7 +232,7 @@ def test_an_annotation_is_deleted_from_its_turn_and_then_its_tag_can_go():
     assert [a["id"] for a in Store().annotations(debate_id)] == [same_turn, other_turn]
     assert "wrong turn" not in texts(at.get_by_key("turn_1")) and "keep me" in texts(at.get_by_key("turn_1"))
     assert f"unannotate_{mistaken}" not in keys(at) and f"unannotate_{other_turn}" in keys(at)
-    assert "1 annotation(s) in 1 debate(s)" in codebook_text(at)  # the counts follow at once
+    assert "1 annotation in 1 debate" in codebook_text(at)  # the counts follow at once
     at.button(key=f"unannotate_{other_turn}").click().run()
     at.selectbox(key="codebook_tag").set_value("flip")
     at.button(key="codebook_delete").click().run()
@@ -323,3 +322,75 @@ def consensus_debate(question: str, said: list[str]) -> str:
     data = {"question": question, "protocol": "majority_consensus", "rounds": 1, "max_rounds": 1,
             "agents": [{"label": f"Agent {i}", "model": "scripted/reading_consensus"} for i in (1, 2, 3)]}
     return scripted_debate("reading_consensus", {f"Agent {i}": [text] for i, text in enumerate(said, 1)}, data)
+
+
+# ----- defects found by the researcher tester, third round (issue 10) -------------------------------
+def test_a_turns_tag_box_picks_codebook_tags_and_makes_a_new_one_only_through_new_tag():
+    debate_id = run_debate()
+    Store().add_tag("=SUM(A1)")
+    at = open_debate(debate_id)
+    box = at.selectbox(key="tag_1")
+    # Must not happen: the box takes typed text as a new option (Enter then stored the prefix "=SUM").
+    assert box.proto.accept_new_options is False
+    assert box.options[0] == NEW_TAG_LABEL and "=SUM(A1)" in box.options and "new_tag_1" not in keys(at)
+    before = len(Store().tags())
+    box.set_value("=SUM(A1)")
+    at.button(key="annotate_1").click().run()
+    assert [a["tag"] for a in Store().annotations(debate_id)] == ["=SUM(A1)"] and len(Store().tags()) == before
+
+    at.selectbox(key="tag_2").set_value(NEW_TAG).run()  # the visible step: a field for the new tag's name
+    at.text_input(key="new_tag_2").set_value("  =sum(a1) ")
+    at.button(key="annotate_2").click().run()
+    shown = texts(at.get_by_key("turn_2"))
+    assert "new tag: the codebook already has '=SUM(A1)'" in shown.replace("\\", "")
+    assert len(Store().tags()) == before and len(Store().annotations(debate_id)) == 1  # nothing written
+
+    at.text_input(key="new_tag_2").set_value("Sarcasm")
+    at.button(key="annotate_2").click().run()
+    assert [a["tag"] for a in Store().annotations(debate_id)] == ["=SUM(A1)", "Sarcasm"]
+    assert len(Store().tags()) == before + 1 and "Sarcasm" in texts(at.get_by_key("turn_2"))
+    assert at.selectbox(key="tag_2").value is None and "new_tag_2" not in keys(at)  # the row is ready again
+    assert not at.exception
+
+
+def test_turn_tag_refuses_a_second_spelling_and_a_tag_gone_meanwhile():
+    names = ["=SUM(A1)", "good point"]
+    assert turn_tag("=SUM(A1)", None, names) == ("=SUM(A1)", None)
+    assert turn_tag(NEW_TAG, "  Sarcasm  ", names) == ("Sarcasm", None)
+    assert turn_tag(NEW_TAG, "GOOD   point", names)[1] == "new tag: the codebook already has 'good point'; " \
+                                                           "pick it in the tag box"
+    assert turn_tag(NEW_TAG, "  ", names) == (None, "new tag: a tag needs a name")
+    assert turn_tag("flip", None, names) == (None, "tag: the codebook no longer has 'flip'; pick another")
+    assert turn_tag(None, "Sarcasm", names)[0] is None  # a name typed but ➕ New tag… not picked: nothing made
+
+
+def test_the_new_tag_form_offers_a_colour_no_tag_has():
+    Store().delete_tag("off topic")  # yellow is free
+    at = app(TRANSCRIPTS)
+    # Must not happen: blue offered (sycophancy is blue) while yellow is free.
+    assert at.selectbox(key="codebook_new_colour").value == "yellow"
+    at.text_input(key="codebook_new").set_value("Concession")
+    at.button(key="codebook_add").click().run()
+    assert Store().tag("Concession")["colour"] == "yellow"
+    Store().delete_tag("flip")  # orange is free now (another tab, or a turn's new tag)
+    at.run()
+    assert at.selectbox(key="codebook_new_colour").value == "orange"
+    at.selectbox(key="codebook_new_colour").set_value("green").run()  # a colour the user chose stays
+    Store().delete_tag("hallucination")
+    at.run()
+    assert at.selectbox(key="codebook_new_colour").value == "green"
+
+
+def test_codebook_counts_say_singular_and_plural_right():
+    first, second = run_debate(), run_debate("Which ocean is the largest?")
+    store = Store()
+    store.annotate(first, store.turns(first)[0].id, "flip")
+    store.annotate(first, store.turns(first)[1].id, "error")
+    store.annotate(first, store.turns(first)[2].id, "error")
+    store.annotate(first, store.turns(first)[0].id, "hedging")
+    store.annotate(second, store.turns(second)[0].id, "hedging")
+    counts = codebook_text(app(TRANSCRIPTS))
+    assert "flip] 1 annotation in 1 debate" in counts
+    assert "error] 2 annotations in 1 debate" in counts and "hedging] 2 annotations in 2 debates" in counts
+    assert "sycophancy] 0 annotations in 0 debates" in counts
+    assert "(s)" not in counts  # must not happen: "annotation(s)"

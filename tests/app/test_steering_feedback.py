@@ -16,8 +16,8 @@ import uuid
 import pytest
 from app_helpers import Feed, app, config, texts
 
-from mad_core.events import (DebateFinished, DebateStarted, PersonasAssigned, RoundStarted, TokenReceived,
-                             TurnStarted, VoteCast)
+from mad_core.events import (DebateFinished, DebateStarted, PersonasAssigned, RoundStarted, TokenReceived, Turn,
+                             TurnFinished, TurnStarted, VoteCast)
 from mad_core.store import Store
 from madlab_ui import live_page
 
@@ -165,3 +165,48 @@ def test_a_stop_during_persona_generation_says_so_in_one_sentence(script):
     assert "No decision: the debate was stopped by a person during persona generation." in page
     # Must not happen: the stop reported as the model's failure, or the card's words doubled.
     assert "could not suggest" not in page and "stopped. stopped" not in page
+
+
+def test_the_status_counts_only_turns_with_a_reply_like_the_progress_bar(streaming):
+    """A simultaneous round starts every agent at once: the status counts the turns done (as the
+    progress bar's "calls done") and those replying, not the turns merely started."""
+    cfg = config()
+    streaming.send(TurnStarted("t1", 1, "Agent 2", "discussion", cfg.agents[1].model, []),
+                   TurnStarted("t2", 1, "Agent 3", "discussion", cfg.agents[2].model, []))
+    at = watch(streaming)
+    status = line(at, "debate_status")
+    assert "0 turns done · 1 replying" in status  # Agent 1 streams; Agents 2 and 3 wait for their first token
+    assert "0 calls done" in at.get_by_key("debate_progress").get("progress")[0].proto.text
+    # Must not happen: "3 turns" beside "0 calls done".
+    assert "3 turns" not in status
+    streaming.send(TurnFinished(Turn("t0", 0, 1, "Agent 1", "discussion", cfg.agents[0].model, [],
+                                     content="Paris is it.")))
+    at.run()
+    assert "1 turn done" in line(at, "debate_status")
+    assert "1 calls done" in at.get_by_key("debate_progress").get("progress")[0].proto.text
+
+
+def test_state_changing_buttons_explain_themselves_in_a_caption_not_a_tooltip(streaming):
+    """A clicked Stop or Decide now is disabled at once: the browser never sends mouse-leave, so a hover
+    tooltip would stay over the Pause | Resume row. Their explanation is a caption under the row."""
+    at = watch(streaming)
+    for key in ("pause", "resume", "stop", "force_decision"):
+        # Must not happen: a steering button with a hover tooltip.
+        assert not at.button(key=key).help, key
+    assert "Stop: end now (the turn under way is kept, cut)" in texts(at.sidebar)
+    assert "Decide now: skip the remaining rounds" in texts(at.sidebar)
+
+
+def test_the_first_run_draws_the_whole_row_and_a_click_right_away_takes_effect(streaming):
+    """A fresh session's first run of a debate under way draws the whole row (Pause, Resume, Stop,
+    Decide now) with the steering line, and a click on Pause in the next run pauses the debate; the
+    line and the buttons say so in that same run (one fragment draws them from one reading)."""
+    at = watch(streaming)
+    keys = [node.key for node in at.sidebar if getattr(node, "key", None)]
+    # Must not happen: the row drawn without Pause and Resume.
+    assert {"pause", "resume", "stop", "force_decision", "steering_status"} <= set(keys), keys
+    assert not at.button(key="pause").disabled and at.button(key="resume").disabled
+    at.button(key="pause").click().run()
+    assert streaming.debate.controller.paused
+    assert "Paused" in line(at, "steering_status")
+    assert at.button(key="pause").disabled and not at.button(key="resume").disabled

@@ -214,3 +214,48 @@ def test_the_opened_debate_is_in_the_url_and_a_reload_or_pasted_link_opens_it():
     at.button(key="back_to_list").click().run()
     assert "open" not in at.query_params and "turn_0" not in keys(at) and "debate_title" not in keys(at)
     assert set(listed(at)) >= {debate_id[:8], other[:8]}
+
+
+def _running_elsewhere(question: str, reference: str | None = None) -> str:
+    """A debate row as another process running it leaves it: status running, its pid (a live process:
+    this one's parent), host and a fresh heartbeat; nothing of it in this server's `live`."""
+    import os
+    import uuid
+
+    store = Store()
+    debate_id = uuid.uuid4().hex
+    store.create_debate(debate_id, config(question, **({"reference": reference} if reference else {})))
+    with store._write():
+        store.db.execute("UPDATE debates SET pid = ?, owner = ? WHERE id = ?",
+                         [os.getppid(), "cli-host:1:tok", debate_id])
+    return debate_id
+
+
+def test_a_debate_another_process_runs_is_listed_as_running_and_not_steerable_here():
+    finished = run_debate("Which river flows through Paris?")
+    other = _running_elsewhere("Is 91 a prime number?")
+    at = app(TRANSCRIPTS)
+    block = texts(at.get_by_key("running_list"))
+    assert "Is 91 a prime number?" in block and other[:8] in block
+    assert "run by another process: it cannot be steered from here" in block
+    assert f"pid {__import__('os').getppid()}" in block and "heartbeat" in block
+    # Must not happen: a finished debate in the running block, or the other process's debate attached here.
+    assert finished[:8] not in block
+    at.button(key=f"reattach_{other[:8]}").click().run()
+    assert "debate_id" not in at.session_state and at.session_state["open_debate"] == other
+    assert live.get(other) is None
+
+
+def test_a_running_debate_reads_running_in_the_list_never_a_final_outcome_nor_correctness():
+    done = run_debate("Which river flows through Paris?", reference="Paris")
+    other = _running_elsewhere("Which ocean is the largest?", reference="Pacific")
+    at = app(TRANSCRIPTS)
+    row = texts(at.get_by_key(f"debate_row_{other[:8]}"))
+    assert "outcome: running" in row
+    # Must not happen: a final-sounding outcome for a debate that has not ended.
+    assert "no decision" not in row
+    assert "outcome: Paris" in texts(at.get_by_key(f"debate_row_{done[:8]}"))
+    at.selectbox(key="correctness_filter").set_value("no decision").run()
+    assert other[:8] not in listed(at)
+    at.selectbox(key="correctness_filter").set_value("not ended yet").run()
+    assert listed(at) == [other[:8]]

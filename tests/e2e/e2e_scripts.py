@@ -49,6 +49,9 @@ SCRIPTS: dict[str, dict] = {
     # 5b. fork with moderator messages (test_e2e_fork.py): the parent runs in the test's process (its
     #     messages said at known points); here, the fork's own calls: Agent 3's turn, then "1".
     "fork_msg": {"replies": [reply("fm", 6, "100"), "100", "100", "100", "1"]},
+    # 5c. fork from far down a transcript (test_e2e_fork.py): the parent runs in the test's process; the
+    #     fork's first turn takes about 3 s (its note is checked while it runs), then "1" for every call.
+    "fork_top": {"replies": [reply("ft", 20, "1"), "1"], "token_delay": 0.15},
     # 6. experiments (test_e2e_experiments.py): each agent always gives the same answer, whatever the
     #    call, so concurrent debates need no call order; the judge always picks Agent 1 ("yes").
     "exp_e2e": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
@@ -73,6 +76,8 @@ SCRIPTS: dict[str, dict] = {
     "steering_projector": debate_script([reply("va", 40), reply("vb", 40), reply("vc", 40)], 3, token_delay=0.3),
     # 10b. steering from another tab (test_e2e_steering.py): 12 s per turn, stopped early.
     "steering_elsewhere": debate_script([reply("ea", 40), reply("eb", 40), reply("ec", 40)], 3, token_delay=0.3),
+    # 10d. Pause right after Start (test_e2e_steering.py): 12 s per turn, stopped early.
+    "steering_first": debate_script([reply("fa", 40), reply("fb", 40), reply("fc", 40)], 3, token_delay=0.3),
     # 11. Presenter view, live (test_e2e_classroom.py): 40 words at 0.25 s, 10 s per turn, so the
     #     first agent is still speaking when the presenter page has loaded.
     "present": debate_script([reply("pa", 40), reply("pb", 40), reply("pc", 40)], 3, token_delay=0.25),

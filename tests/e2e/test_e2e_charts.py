@@ -3,14 +3,21 @@
 
 Must not happen: a chart's title running under the toolbar's camera, an answer timeline cell's
 text running past its cell into the next, the agents table cut at its right edge, or the
-decision's 165-digit answer as a heading of several lines or running past its chat bubble."""
+decision's 165-digit answer as a heading of several lines or running past its chat bubble; a
+consensus ballot drawn as an empty row, a legend whose swatches match no bar, a cut subtitle."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import pytest
-from e2e_helpers import expect, expect_no_exception, finished_debate, key, unique
+from e2e_helpers import (LIVE_TIMEOUT, click, expect, expect_no_exception, finished_debate, key, open_app, unique,
+                         wait_for_idle)
+
+from mad_core.config import DebateConfig
+from mad_core.engine import DebateEngine
+from mad_core.models import ensure_registered
+from mad_core.models.scripted import Script, register_script, unregister_script
 
 pytestmark = pytest.mark.e2e
 CHARTS = ("plot_diversity", "plot_entropy", "plot_agreement", "plot_votes", "plot_timeline")
@@ -78,3 +85,49 @@ def test_charts_read_in_the_stage_column(page, server, store, size):
         t => t.getBoundingClientRect().right <= box.getBoundingClientRect().right + 1)""")
     assert fits, "the agents table is cut at its right edge"
     table.screenshot(path=str(shots / f"charts-agents-{width}.png"))
+
+
+STANCES = {"Agent 1": "DISAGREE. It is Paris.\nFinal answer: Paris", "Agent 2": "DISAGREE. Lyon.\nFinal answer: Lyon",
+           "Agent 3": "DISAGREE. Nice, surely.\nFinal answer: Nice"}
+
+
+def stance_reply(messages, info) -> str:
+    meta = info["metadata"]
+    return STANCES[meta["agent"]] if meta["kind"] not in ("vote", "extraction") else "Nice"
+
+
+def test_every_consensus_ballot_shows_in_the_votes_chart(page, server, store):
+    """The researcher's majority_consensus debate: each round the last proposer agrees with its own
+    proposal and the two others do not (ballots 0, 0, 1), over two rounds."""
+    ensure_registered()
+    name = f"charts-stances-{unique('x')[-6:]}"
+    register_script(name, Script(replies=stance_reply))
+    try:
+        engine = DebateEngine(DebateConfig.from_dict({
+            "question": unique("Consensus chart: capital of France?"), "rounds": 2, "max_rounds": 2,
+            "protocol": "majority_consensus",
+            "agents": [{"label": label, "model": f"scripted/{name}"} for label in STANCES]}), store=store)
+        list(engine.run())
+    finally:
+        unregister_script(name)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_app(page, server.url, "/Transcripts")
+    click(page, f"open_{engine.debate_id[:8]}")
+    box = key(page, "plot_votes")
+    expect(box.locator(".main-svg").first).to_be_visible(timeout=LIVE_TIMEOUT)
+    wait_for_idle(page, timeout=LIVE_TIMEOUT)
+    box.scroll_into_view_if_needed()
+    drawn = box.evaluate("""(box) => ({
+        bars: [...box.querySelectorAll('.barlayer .point path')].map(p => p.getBoundingClientRect().width),
+        words: [...box.querySelectorAll('.barlayer .point text, .barlayer text.bartext')].map(t => t.textContent),
+        legend: box.querySelectorAll('.legend .traces').length,
+        subtitle: [...box.querySelectorAll('.gtitle-subtitle')].map(t => t.textContent).join(''),
+        right: Math.max(...[...box.querySelectorAll('.gtitle-subtitle')].map(t => t.getBoundingClientRect().right)),
+        edge: box.getBoundingClientRect().right})""")
+    assert len(drawn["bars"]) == 6, drawn
+    # must not happen: a disagreement drawn as nothing (6 of 9 rows looked empty)
+    assert all(width > 20 for width in drawn["bars"]), drawn
+    assert sorted(drawn["words"]) == ["agrees"] * 2 + ["disagrees"] * 4, drawn
+    assert drawn["legend"] == 0, drawn  # no swatch that matches no bar
+    assert drawn["subtitle"] == "each agent's ballot; colour = its answer" and drawn["right"] <= drawn["edge"], drawn
+    expect_no_exception(page)

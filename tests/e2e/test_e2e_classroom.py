@@ -96,9 +96,9 @@ def assert_in_view(page, *names: str) -> None:
         assert 0 <= box["y"] and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280, (name, box)
 
 
-def poll_opened_on_the_third_turn(page, server, script, question: str, reply=agent_reply) -> None:
+def poll_opened_on_the_third_turn(page, server, script, question: str, reply=agent_reply, options=None) -> None:
     """A stored debate replayed on the presenter up to its three discussion turns (by keyboard), then
-    a poll opened from the sidebar with the agents' current answers."""
+    a poll opened from the sidebar with the agents' current answers (or `options`, typed over them)."""
     debate_id = stored_debate(server, script, unique(question), reply=reply)
     open_app(page, server.url, f"/Presenter?replay={debate_id}")
     expect(by_key(page, "presenter_agent_2")).to_be_visible()
@@ -109,6 +109,10 @@ def poll_opened_on_the_third_turn(page, server, script, question: str, reply=age
     open_sidebar(page)
     click(page, "poll_fill")
     expect(by_key(page, "poll_options").locator("textarea")).to_have_value("Paris\nLyon")
+    if options:
+        by_key(page, "poll_options").locator("textarea").fill("\n".join(options))
+        by_key(page, "poll_options").locator("textarea").press("Tab")
+        wait_for_idle(page)
     click(page, "poll_open")
     expect(by_key(page, "poll_link")).to_contain_text("/Poll?poll=")
 
@@ -180,12 +184,27 @@ def test_poll_from_two_devices_hidden_until_the_reveal(page, server, script, bro
         expect(by_key(page, "poll_reveal").locator("button").first).to_be_disabled()
 
         step_to_the_decision(page)
+        # The decision is shown: the poll takes no more predictions, and says so on every screen.
+        expect(by_key(page, "poll_count")).to_contain_text("closed: the debate decided")
+        expect(by_key(page, "poll_link")).to_have_count(0)
+        for _, phone in students:  # the students' pages learn of it by themselves
+            expect(phone.get_by_text("The poll is closed: the debate has decided")).to_be_visible()
+        context = browser.new_context(viewport={"width": 390, "height": 844})  # a late phone (the trial's)
+        students.append((context, context.new_page()))
+        late = students[-1][1]
+        late.goto(url)
+        wait_for_idle(late, timeout=60_000)
+        expect(late.get_by_text("The poll is closed: the debate has decided")).to_be_visible()
+        # Must not happen: a vote taken after the decision (the late phone offered the choice, a third count).
+        expect(by_key(late, "poll_choice")).to_have_count(0)
+        expect(by_key(late, "poll_predict")).to_have_count(0)
+        expect(by_key(page, "poll_count")).to_contain_text("2 predictions")
         click(page, "poll_reveal")
         results = by_key(page, "poll_results")
-        expect(results).to_contain_text("Predicted right (1 of 2): Bo")
+        expect(results).to_contain_text("Predicted right: 1 of 2 · Bo")
         expect(results).to_contain_text("the decision")
-        for _, phone in students:  # the students' pages learn of the reveal by themselves
-            expect(by_key(phone, "poll_results")).to_contain_text("Predicted right (1 of 2): Bo")
+        for _, phone in students[:2]:  # the students' pages learn of the reveal by themselves
+            expect(by_key(phone, "poll_results")).to_contain_text("Predicted right: 1 of 2 · Bo")
         expect(students[1][1].get_by_text("You predicted right")).to_be_visible()
         ada = students[0][1]  # predicted Lyon: told what the debate decided, in words and in the table
         expect(by_key(ada, "poll_decision")).to_contain_text("The debate decided: Paris")
@@ -224,14 +243,19 @@ def test_replay_paused_on_a_turn_stays_on_it(page, server, script):
 
 def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_columns(page, server, script):
     """A 1280x720 projector, replay of a debate whose turns are far too long for a column: the poll's
-    link and count (then its results beside the decision) are in view. Must not happen: the page
-    scrolls (a long turn making it taller than the window)."""
+    QR code, link and count (then its results beside the decision, long answers included) are in view.
+    Must not happen: the page scrolls (a long turn making it taller than the window), or the revealed
+    results grow into a paragraph that pushes the agents down (the trial: their columns began at 641 px)."""
     page.set_viewport_size({"width": 1280, "height": 720})
-    poll_opened_on_the_third_turn(page, server, script, "Projector check: which city?", reply=long_reply)
+    long_options = ["Paris, because the river and the old royal palaces made it the seat of every government",
+                    "Lyon, since the silk trade and the two rivers gave it more weight than any other city",
+                    "Marseille"]
+    poll_opened_on_the_third_turn(page, server, script, "Projector check: which city?", reply=long_reply,
+                                  options=long_options)
     close_sidebar(page)
     wait_for_idle(page)
     expect(by_key(page, "poll_count")).to_contain_text("0 predictions · open")
-    assert_in_view(page, "poll_link", "poll_count", "presenter_question", "presenter_controls")
+    assert_in_view(page, "poll_qr", "poll_link", "poll_count", "presenter_question", "presenter_controls")
     expect(by_key(page, "poll_link").locator("code")).to_have_css("font-size", "25.6px")  # 1.6rem: legible
     # The long turn scrolls inside its own column, whose box ends inside the window.
     text_box = by_key(page, "presenter_text_0")
@@ -244,10 +268,20 @@ def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_col
     step_to_the_decision(page)
     open_sidebar(page)
     click(page, "poll_reveal")
-    expect(by_key(page, "poll_results")).to_contain_text("Predicted right (0 of 0)")
+    expect(by_key(page, "poll_results")).to_contain_text("Predicted right: 0 of 0")
     close_sidebar(page)
     wait_for_idle(page)
-    assert_in_view(page, "decision_answer", "poll_results", "poll_count", "presenter_agent_0")
+    assert_in_view(page, "decision_answer", "poll_results", "poll_right", "poll_count", "presenter_agent_0")
+    lines = [by_key(page, f"poll_result_{i}") for i in range(3)]
+    expect(lines[0]).to_contain_text("Paris, because")
+    boxes = [line.bounding_box() for line in [*lines, by_key(page, "poll_right")]]
+    font = lines[0].locator("p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    for above, below in zip(boxes, boxes[1:]):  # one line each, however long the answer; none over another
+        assert font <= above["height"] < 2 * font and below["y"] >= above["y"] + above["height"] - 1, (above, below)
+    assert by_key(page, "poll_results").bounding_box()["height"] < 200
+    for i in range(3):  # the agents keep most of the screen: their columns start in its upper half
+        top = by_key(page, f"presenter_agent_{i}").bounding_box()["y"]
+        assert top < 360, (i, top)
     heights = page_heights(page)
     assert heights["document"] <= heights["window"] and heights["main"] <= heights["main_view"], heights
     expect_no_exception(page)
@@ -269,12 +303,27 @@ def rambling_reply(messages, info) -> str:
     return f"18. 9 is a prime number, says the {WORDS.get(agent, 'okapi')}: {words}\nFinal answer: {final}"
 
 
-def test_projector_decision_beside_an_open_poll_fits_1280x720(page, server, script):
-    """1280x720, a poll open and a finished debate whose decision has a long answer and a fallback note,
-    replayed to its decision: the answer is readable beside the poll, the agents and the keys' row in
-    view, the link whole (sidebar closed and open), a "18." list marker inside its column. Must not
-    happen: the answer squeezed into a letter-per-line column, the agents pushed below the screen,
-    or the link cut before its poll id."""
+def link_is_whole(page, poll_id: str, where: str) -> None:
+    """The poll's link on one line, all of it in its box (never broken inside: the trial's projector
+    showed "...Poll?pol" / "l=0d5c435044"), and its QR code beside it, both in the window."""
+    link = by_key(page, "poll_link")
+    expect(link).to_contain_text(poll_id)
+    cut = link.locator("pre").evaluate("e => e.scrollWidth - e.clientWidth")
+    assert cut <= 1, (where, cut)  # nothing scrolled or hidden out of its box
+    code = link.locator("code").first
+    font = code.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert code.bounding_box()["height"] < 2.2 * font and font >= 14, (where, code.bounding_box(), font)
+    qr = by_key(page, "poll_qr").locator("img")
+    assert qr.evaluate("e => e.complete && e.naturalWidth") > 0, where
+    assert_in_view(page, "poll_link", "poll_qr", "presenter_question")
+
+
+def test_projector_decision_beside_the_poll_fits_1280x720(page, server, script):
+    """1280x720, a poll open on a debate whose decision has a long answer and a fallback note: the link
+    whole on one line beside its QR code (sidebar closed and open); replayed to its decision, the answer
+    is readable beside the poll (now closed), the agents and the keys' row in view, a "18." list marker
+    inside its column. Must not happen: the answer squeezed into a letter-per-line column, the agents
+    pushed below the screen, the link cut inside, or the link still offered once the decision is shown."""
     page.set_viewport_size({"width": 1280, "height": 720})
     poll_opened_on_the_third_turn(page, server, script, "Is 91 a prime number? Explain briefly, and say why.",
                                   reply=rambling_reply)
@@ -285,12 +334,20 @@ def test_projector_decision_beside_an_open_poll_fits_1280x720(page, server, scri
                       li: li.getBoundingClientRect().left, box: box.getBoundingClientRect().left};
     }""")
     assert marker and marker["inside"] and marker["li"] >= marker["box"], marker  # "18." drawn inside the box
+    link_is_whole(page, poll_id, "sidebar open")
+    # The e2e server listens on 127.0.0.1 only: the link keeps it, and says what students need.
+    expect(by_key(page, "poll_stage")).to_contain_text("cannot open a localhost link")
     close_sidebar(page)
+    wait_for_idle(page)
+    link_is_whole(page, poll_id, "sidebar closed")
     step_to_the_decision(page)
     wait_for_idle(page)
     expect(by_key(page, "decision_answer")).to_contain_text("The truth about")
     expect(by_key(page, "decision_card")).to_contain_text("Fallback rule")
     for sidebar in ("closed", "open"):
+        expect(by_key(page, "poll_count")).to_contain_text("closed: the debate decided")
+        expect(by_key(page, "poll_link")).to_have_count(0)
+        expect(by_key(page, "poll_qr")).to_have_count(0)
         answer = by_key(page, "decision_answer").bounding_box()
         assert answer["width"] > 300 and answer["height"] < 400, (sidebar, answer)
         card = by_key(page, "decision_card").bounding_box()
@@ -298,15 +355,9 @@ def test_projector_decision_beside_an_open_poll_fits_1280x720(page, server, scri
         for i in range(3):  # every agent's column starts on the screen
             top = by_key(page, f"presenter_agent_{i}").bounding_box()["y"]
             assert top < 720 - 100, (sidebar, i, top)
-        assert_in_view(page, "poll_link", "presenter_question")
+        assert_in_view(page, "poll_count", "presenter_question")
         if sidebar == "closed":
             assert_in_view(page, "presenter_controls", "presenter_next", "presenter_agent_0", "presenter_agent_2")
-        link = by_key(page, "poll_link")
-        expect(link).to_contain_text(poll_id)
-        cut = link.locator("pre").evaluate("e => e.scrollWidth - e.clientWidth")
-        assert cut <= 1, (sidebar, cut)  # the link wraps, nothing scrolled out of its box
-        # The e2e server listens on 127.0.0.1 only: the link keeps it, and says what students need.
-        expect(by_key(page, "poll_stage")).to_contain_text("cannot open a localhost link")
         open_sidebar(page)
         wait_for_idle(page)
     expect_no_exception(page)

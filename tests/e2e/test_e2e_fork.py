@@ -1,9 +1,11 @@
 """Scenario 5: fork a finished debate at a middle turn from the Transcripts page."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, click, configure_debate, debate_by_question, expect, expect_no_exception,
-                         expect_status, key, open_app, open_debate_page, start, turn, unique)
+                         expect_status, key, open_app, open_debate_page, start, turn, unique, wait_for_idle)
 
 pytestmark = pytest.mark.e2e
 
@@ -102,3 +104,44 @@ def test_fork_keeps_the_parents_moderator_message_and_marks_what_it_copied(page,
     first_new = next(t for t in child_turns if t.seq > 1)
     assert first_new.agent == "Agent 3" and FLAMINGO in str(first_new.prompt)
     assert not any(PELICAN in str(t.prompt) for t in child_turns)
+
+
+def test_fork_opens_the_debate_page_at_its_address_at_the_top_and_says_it_is_a_fork(page, server, store, script):
+    """The researcher's case at 1280x720: Fork on a turn far down a long transcript. The Debate page
+    opens at its own address ("/", not "/Transcripts"), scrolled to the top (its title and the fork's
+    banner in view), and the fork, running and finished, says "fork of <parent> after turn N" with a
+    button to open the parent. The parent runs here, in the test's process; the fork on `fork_top`."""
+    from mad_core import DebateConfig, DebateEngine
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    model, _ = script(["Final answer: 7"], name="fork_top")
+    question = unique("Fork at the top: how many days has a week?")
+    config = DebateConfig.from_dict({"question": question, "rounds": 3, "max_rounds": 3,
+                                     "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)]})
+    parent = DebateEngine(config, store=store)
+    list(parent.run())
+    k = 5  # far down the transcript: the page is scrolled to reach its Fork button
+    seq = store.turns(parent.debate_id)[k].seq
+
+    open_app(page, server.url, f"/Transcripts?open={parent.debate_id}")
+    fork_button = key(page, f"fork_{k}")
+    fork_button.scroll_into_view_if_needed()
+    assert page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTop") > 0
+    fork_button.get_by_role("button").click()
+
+    expect(key(page, "fork_banner")).to_be_visible(timeout=LIVE_TIMEOUT)
+    wait_for_idle(page)
+    expect(page).to_have_url(re.compile(r"^http://[^/]+/(\?.*)?$"))
+    expect(key(page, "fork_banner")).to_be_in_viewport(ratio=1)
+    expect(page.get_by_text("MAD Lab · watch and steer")).to_be_in_viewport(ratio=1)
+    # Must not happen: the Transcripts page's address kept while the Debate page is shown.
+    assert "/Transcripts" not in page.url
+
+    start(page)
+    note = key(page, "fork_note")
+    expect(note).to_contain_text(f"fork of {parent.debate_id[:8]} after turn {seq}")  # while it runs
+    expect_status(page, "finished")
+    expect(note).to_contain_text(f"fork of {parent.debate_id[:8]} after turn {seq}")  # and after
+    click(page, "fork_parent")
+    expect(key(page, "debate_title")).to_contain_text(question)
+    assert f"open={parent.debate_id}" in page.url

@@ -23,6 +23,7 @@ from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
 from mad_core.models import ensure_registered
 from mad_core.models.scripted import Script, register_script, unregister_script
+from madlab_ui.codebook import NEW_TAG_LABEL
 
 pytestmark = pytest.mark.e2e
 
@@ -49,6 +50,14 @@ def run_debate(store, question: str, tag: str, **changes) -> str:
     return engine.debate_id
 
 
+def new_tag(page, k: int, name: str) -> None:
+    """Name a new tag on turn k: "➕ New tag…" in its tag box, then the name in the field that opens."""
+    choose(page, f"tag_{k}", NEW_TAG_LABEL)
+    expect(key(page, f"new_tag_{k}")).to_be_visible()
+    set_text(page, f"new_tag_{k}", name)
+    wait_for_idle(page)
+
+
 def open_transcript(page, url: str, debate_id: str) -> None:
     open_app(page, url, "/Transcripts")
     click(page, f"open_{debate_id[:8]}")
@@ -65,7 +74,7 @@ def test_tag_rename_filter_and_export_annotations(page, server, store):
     open_transcript(page, server.url, tagged)
     open_disclosure(page, "codebook")
     set_text(page, "annotator", "Rater E2E")
-    choose(page, "tag_1", first_name)  # typed anew: it joins the codebook
+    new_tag(page, 1, first_name)  # ➕ New tag… and its name: it joins the codebook
     click(page, "annotate_1")
     expect(turn(page, 1)).to_contain_text(first_name)
     expect(key(page, "codebook_counts")).to_contain_text(first_name)
@@ -224,4 +233,39 @@ def test_open_brings_the_debate_into_view_and_a_reload_keeps_it_open(page, serve
     expect(key(page, f"debate_row_{target[:8]}")).to_be_visible()
     expect(key(page, "debate_title")).to_have_count(0)
     assert "open=" not in page.url
+    expect_no_exception(page)
+
+
+def test_typing_part_of_a_tag_and_enter_picks_that_tag_and_makes_none(page, server, store):
+    debate_id = run_debate(store, unique("Tag prefix: which city is the capital?"), "tp")
+    uid = uuid.uuid4().hex[:6]
+    existing = f"=SUM(A1) {uid}"
+    store.add_tag(existing)
+    before = {t["name"] for t in store.tags()}
+    open_transcript(page, server.url, debate_id)
+    field = key(page, "tag_1").locator("input")
+    field.click()
+    field.press_sequentially(f"=SUM(A1) {uid}"[:5])  # "=SUM(": the start of the tag, as a person types it
+    match = page.get_by_role("option", name=existing, exact=True)
+    expect(match).to_have_attribute("data-focused", "true")  # the match is highlighted: Enter takes it
+    expect(page.get_by_role("option", name=re.compile("^Add"))).to_have_count(0)  # no "Add: =SUM(" offered
+    field.press("Enter")
+    expect(field).to_have_value(existing)  # Enter took the highlighted codebook tag
+    wait_for_idle(page)
+    click(page, "annotate_1")
+    expect(turn(page, 1)).to_contain_text(existing)
+    # Must not happen: a new tag made of the typed prefix (the counts and the filter split in two).
+    assert {t["name"] for t in store.tags()} == before
+    assert [a["tag"] for a in store.annotations(debate_id)] == [existing]
+
+    new_tag(page, 2, f"  =sum(a1)   {uid.upper()} ")  # the same name in other case and spacing
+    click(page, "annotate_2")
+    expect(turn(page, 2)).to_contain_text(f"already has '{existing}'")
+    shots = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent))
+    turn(page, 2).screenshot(path=str(shots / "new_tag_refused.png"))
+    assert {t["name"] for t in store.tags()} == before and len(store.annotations(debate_id)) == 1
+    new_tag(page, 2, f"Sarcasm {uid}")
+    click(page, "annotate_2")
+    expect(turn(page, 2)).to_contain_text(f"Sarcasm {uid}")
+    assert {t["name"] for t in store.tags()} == before | {f"Sarcasm {uid}"}
     expect_no_exception(page)

@@ -192,6 +192,31 @@ def test_a_pause_from_another_tab_shows_in_this_tabs_controls_without_a_click(pa
     other.close()
 
 
+def test_pause_right_after_start_and_after_a_reload_takes_effect_with_the_whole_row(page, server):
+    """The tab that starts a debate (and the same tab reloaded) draws Pause and Resume from its first
+    runs, while the page runs in full again and again as the debate opens; the first click on Pause
+    takes effect (a lost click left "Running" on the line)."""
+    begin(page, server, "Pause at once", "steering_first")
+    row = [key(page, name).locator("button") for name in ("pause", "resume", "stop", "force_decision")]
+    expect(row[0].first).to_be_enabled()
+    timed_click(page, "pause", "steering_status", r"paused", prefix="first:")
+    expect(row[1].first).to_be_enabled()
+    timed_click(page, "resume", "steering_status", r"^running", prefix="first:")
+    expect(turn(page, 0)).to_contain_text(words("fa", 40)[3], timeout=LIVE_TIMEOUT)
+    ticks(page, 3)
+    # Must not happen: the row drawn without Pause and Resume (or twice) while the debate runs.
+    for button in row:
+        expect(button).to_have_count(1)
+    page.reload()
+    expect(key(page, "pause").locator("button").first).to_be_enabled(timeout=60_000)
+    timed_click(page, "pause", "steering_status", r"paused", prefix="reload:")
+    expect(key(page, "resume").locator("button").first).to_be_enabled()
+    key(page, "stop").locator("button").first.click()
+    expect_status(page, "stopped")
+    expect_no_exception(page)
+    record_timings(server)
+
+
 PROJECTOR = {"width": 1280, "height": 720}
 CONTROL_BUTTONS = ("pause", "resume", "stop", "force_decision", "say_all_send", "say_one_send")
 # A button's label cut short: Streamlit ends an overflowing label with an ellipsis ("Decide …"), so

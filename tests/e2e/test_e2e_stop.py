@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from e2e_scripts import words
 from e2e_helpers import (LIVE_TIMEOUT, click, configure_debate, debate_by_question, expect, expect_no_exception,
-                         expect_status, open_debate_page, start, turn, unique)
+                         expect_status, key, open_debate_page, start, turn, unique)
 
 pytestmark = pytest.mark.e2e
 
@@ -17,8 +17,11 @@ def test_stop_mid_turn_keeps_partial_text(page, server, store):
 
     second = words("lb", 30)
     expect(turn(page, 1)).to_contain_text(second[2], timeout=LIVE_TIMEOUT)
-    click(page, "stop")
+    click(page, "stop")  # the mouse stays over Stop, which is disabled at once: no mouse-leave follows
     expect_status(page, "stopped")
+    # Must not happen: a hover tooltip ("Cut the turn under way…") left over the Pause | Resume row.
+    expect(page.locator('[data-testid="stTooltipContent"], [role="tooltip"]')).to_have_count(0)
+    expect(key(page, "controls")).to_contain_text("Stop: end now")  # said in a caption instead
 
     expect(turn(page, 1)).to_be_visible()
     partial = turn(page, 1).inner_text()

@@ -11,7 +11,8 @@ import pytest
 from sqlite_utils import Database
 
 from mad_core.events import DebateFinished, DecisionReached, SteeringApplied, Turn, TurnFinished
-from mad_core.store import (ANNOTATION_COLUMNS, DEFAULT_TAGS, MIGRATIONS, TAG_COLOURS, Store, debate_correctness)
+from mad_core.store import (ANNOTATION_COLUMNS, DEFAULT_TAGS, MIGRATIONS, TAG_COLOURS, Store, debate_correctness,
+                             free_tag_colour)
 
 
 def turn(seq: int, agent: str, content: str, rnd: int = 1, kind: str = "discussion") -> Turn:
@@ -127,12 +128,39 @@ def test_colour_comes_from_the_palette_only(store):
     assert store.tag("flip")["colour"] == "red" and store.tag("brand new") is None
 
 
+def test_free_tag_colour_takes_an_unused_colour_then_the_least_used():
+    assert free_tag_colour([]) == "blue"
+    assert free_tag_colour(["blue", "green", "red"]) == "orange"  # the first one no tag has
+    assert free_tag_colour(["yellow", *TAG_COLOURS]) == "blue"  # all taken: the fewest, palette order
+    assert free_tag_colour([*TAG_COLOURS, "blue", "green", "odd"]) == "orange"
+
+
+def test_a_new_tag_gets_a_colour_no_other_tag_has(store):
+    store.delete_tag("flip")  # orange
+    store.delete_tag("off topic")  # yellow
+    debate(store, "d1")
+    store.annotate("d1", "t0", "=SUM(A1)")  # made from a turn
+    store.add_tag("Circular reasoning")  # made in the codebook
+    colours = {t["name"]: t["colour"] for t in store.tags()}
+    assert (colours["=SUM(A1)"], colours["Circular reasoning"]) == ("orange", "yellow")
+    # Must not happen: two tags sharing a colour while the palette had a free one.
+    assert sorted(colours.values()) == sorted(TAG_COLOURS)
+    store.add_tag("Eighth")  # the palette is full: the least used colour, never a doubly used one
+    store.add_tag("Ninth")
+    colours = {t["name"]: t["colour"] for t in store.tags()}
+    assert (colours["Eighth"], colours["Ninth"]) == ("blue", "green")
+    assert store.add_tag("Tenth", "red") and store.tag("Tenth")["colour"] == "red"  # a chosen colour is kept
+
+
 def test_delete_only_an_unused_tag(store):
     debate(store, "d1")
     store.annotate("d1", "t0", "flip")
-    with pytest.raises(ValueError, match="'flip' is on 1 annotation"):
+    with pytest.raises(ValueError, match="'flip' is on 1 annotation; delete it or rename"):
         store.delete_tag("flip")
     assert store.tag("flip") is not None and len(store.annotations("d1")) == 1
+    store.annotate("d1", "t1", "flip")
+    with pytest.raises(ValueError, match="'flip' is on 2 annotations; delete those or rename"):
+        store.delete_tag("flip")
     store.delete_tag("off topic")
     assert store.tag("off topic") is None
 

@@ -99,3 +99,39 @@ def test_vote_answers_are_cut_at_a_word_with_an_ellipsis(debate, drawn):
 ])
 def test_cut_words(text, limit, cut):
     assert handout.cut_words(text, limit) == cut and len(cut) <= limit
+
+
+# ----- each turn's "Answer:" line: the answer as read, short, in the reply's size (third trial) -------
+REASONING = ("Let me think about whether 91 is prime. It is odd, so 2 does not divide it; its digits add up to "
+             "10, so 3 does not either; it does not end in 0 or 5. But 7 times 13 is 91, so it has divisors.")
+PRIME_REPLIES = {
+    "Agent 1": REASONING + "\nFinal answer: no",
+    "Agent 2": "It depends on what one counts as a divisor, and I would rather weigh both views at length "
+               "before I commit myself to anything at all in this debate, which I will not do yet.",
+}
+PRIME_EXTRACTED = {"Agent 1": '{\n  "answer": "The answer is: no"\n}', "Agent 2": '{"answer": "yes"}'}
+
+
+def test_each_turns_answer_line_is_the_answer_as_read_not_the_reply_again(script, roles):
+    model, _ = script(roles(discussion=lambda messages, meta: PRIME_REPLIES[meta["agent"]],
+                            extraction=lambda messages, meta: PRIME_EXTRACTED[meta["agent"]]))
+    store = Store()
+    engine = DebateEngine(DebateConfig.from_dict({
+        "question": "Is 91 a prime number?", "rounds": 1, "max_rounds": 1, "protocol": "simple_voting",
+        "answer_type": "yes_no", "extract_final_answers": True,
+        "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2)]}), store=store)
+    list(engine.run())
+    page = handout.handout_html(store, engine.debate_id, embed=embed, images=False)
+    lines = re.findall(r'<p class="turn-answer"><b>Answer:</b> ([^<]*)</p>', page)
+    # discussion: Agent 1's "no", Agent 2 has none; extraction: the parsed answers, lead-in dropped
+    assert lines == ["no", "no readable answer", "no", "yes"]
+    # Must not happen: a reply printed twice (once as the reply, once as its "Answer:" line).
+    for reply in PRIME_REPLIES.values():
+        assert page.count(handout.html.escape(reply.splitlines()[0])) == 1
+    # the answer line is set in the reply's own size, never larger (it is no heading)
+    css = page[page.index("<style>"):page.index("</style>")]
+    size = re.search(r"\.turn-answer \{[^}]*font-size: ([\d.]+pt)", css).group(1)
+    assert size == re.search(r"\.text \{[^}]*font-size: ([\d.]+pt)", css).group(1)
+    md = handout.handout_markdown(store, engine.debate_id, embed=embed, images=False)
+    assert re.findall(r"\*\*Answer:\*\* (.*)", md) == ["no", *lines]  # the decision's, then each turn's
+    assert all(md.count(handout._md_line(reply.splitlines()[0])) == 1 for reply in PRIME_REPLIES.values())

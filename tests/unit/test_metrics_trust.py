@@ -195,3 +195,48 @@ def test_a_timeline_of_many_rounds_names_the_grey_of_unreadable_answers_in_its_l
         ("yes", figures.CATEGORY_COLORS[0]), ("no", figures.CATEGORY_COLORS[1]),
         ("no readable answer", figures.NO_ANSWER_COLOR)]
     assert fig.data[0].customdata[1][2] == "no readable answer"  # the hover says it (the cell is too narrow)
+
+
+# ----- 4. the final answers' similarity is over the answers (issue 10, third round) -------------------
+BAT_AND_BALL = {  # the teacher's debate: extraction replies in the constrained JSON form
+    "Agent 1": '{\n  "answer": "The answer is: 1111"\n}',
+    "Agent 2": '{\n  "answer": "1.01"\n}',
+    "Agent 3": '{\n    "answer": "You\'ll need to consider the total cost of $1.10, so the ball costs $0.05."\n}',
+}
+
+
+class OneHotEmbedder:
+    """Every distinct text its own direction (different texts: cosine 0, the same text: 1); records
+    what it was asked to embed."""
+
+    def __init__(self):
+        self.seen: list[list[str]] = []
+        self.axes: dict[str, int] = {}
+
+    def __call__(self, texts):
+        self.seen.append(list(texts))
+        vectors = []
+        for text in texts:
+            axis = self.axes.setdefault(text, len(self.axes))
+            vectors.append([1.0 if i == axis else 0.0 for i in range(64)])
+        return vectors
+
+
+def test_the_final_answer_similarity_is_over_the_extracted_answers_not_the_json_closing_brace(script, store, roles):
+    reply = roles(vote='{"vote": 1}', extraction=lambda messages, meta: BAT_AND_BALL[meta["agent"]],
+                  discussion=lambda messages, meta: f"{meta['agent']} weighs the bat and the ball, no answer line.")
+    debate = run(script, store, reply, rounds=1, max_rounds=2, answer_type="text", extract_final_answers=True)
+    view = DebateView.from_store(store, debate)
+    # the engine records the answer without the lead-in the model wrote inside the JSON
+    assert view.decision.answer == "1111" and view.decision.winner_agent == "Agent 1"
+    assert view.decision.solutions[:2] == ["1111", "1.01"]
+    embedder = OneHotEmbedder()
+    report = compute_report(view, embed=embedder)
+    answers = ["1111", "1.01", "You'll need to consider the total cost of $1.10, so the ball costs $0.05."]
+    assert answers in embedder.seen  # the similarity was computed over the three answers themselves
+    [row] = report["rounds"]
+    assert row["answers"] == dict(zip(("Agent 1", "Agent 2", "Agent 3"), answers))
+    # must not happen: 1.0 for three different answers (three "}" embedded alike)
+    assert row["answer_similarity"] == 0.0 == report["summary"]["answer_similarity"]
+    assert not any("}" in seen for seen in embedder.seen)
+    assert report["summary"]["answer"] == "1111"

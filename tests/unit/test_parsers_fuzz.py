@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from mad_core import answers
 from mad_core.answers import (
+    drop_lead_in,
     extracted_answer,
     final_answer,
     json_reply,
@@ -169,6 +170,7 @@ READERS: dict[str, tuple[Callable[[str], Any], Callable[[Any, str], None]]] = {
     "strip_confidence": (strip_confidence, check_stripped),
     "json_reply": (json_reply, check_json_reply),
     "extracted_answer": (extracted_answer, check_extracted),
+    "drop_lead_in": (drop_lead_in, check_extracted),
 }
 
 # --- fuzzing: any text, every parser ------------------------------------------------------------
@@ -191,6 +193,20 @@ def test_readers_never_raise(name, reply):
 def test_readers_accept_none(name):
     reader, check = READERS[name]
     check(reader(None), "")
+
+
+@given(lead_in=st.sampled_from(["The answer is: ", "Final answer: ", "Answer: ", "**Final answer:** ",
+                                "The correct answer is ", "answer - "]),
+       answer=st.from_regex(r"[0-9A-Za-z$][0-9A-Za-z .,$/]{0,30}", fullmatch=True).filter(
+           lambda a: "answer" not in a.lower()),
+       fenced=st.booleans())
+def test_an_extracted_answer_drops_the_lead_in_the_model_wrote(lead_in, answer, fenced):
+    # The decision card headed "The answer is: 1111": the extraction's answer is the answer alone.
+    reply = json.dumps({"answer": lead_in + answer}, indent=2)
+    reply = f"```json\n{reply}\n```" if fenced else reply
+    assert extracted_answer(reply) == answer.strip()
+    assert extracted_answer(lead_in + answer) == answer.strip()  # a plain-text extraction reply too
+    assert extracted_answer(json.dumps({"answer": answer})) == answer.strip()  # no lead-in: unchanged
 
 
 @given(protocol=st.one_of(st.text(max_size=30), st.none()), reply=word_text)
@@ -503,3 +519,10 @@ def test_deeply_nested_json_reads_the_same_at_any_stack_depth():
     assert answers.json_reply('{"answer": ' + "[" * 63 + "]" * 63 + "}") is not None  # 64 levels in all
     readings = {nested(depth) for depth in (0, 200, 600, 900)}
     assert len(readings) == 1, readings  # must not happen: the reading changing with the stack
+
+
+def test_an_extraction_answered_with_a_json_number_reads_as_that_number():
+    from mad_core.answers import extracted_answer
+    assert [extracted_answer(t) for t in ('{"answer": 42}', '{"answer": 1.01}', '{"answer": -3}')] == ["42", "1.01", "-3"]
+    # must not happen: a boolean or an infinite number taken as a number answer
+    assert extracted_answer('{"answer": true}') == "" and extracted_answer('{"answer": 1e400}') == ""

@@ -106,7 +106,64 @@ def test_bad_input_names_the_field_and_writes_nothing(store, call, field):
 def test_agent_options_are_the_distinct_final_answers():
     answers = {"Agent 1": "Long reasoning.\nFinal answer: 42", "Agent 2": "Final answer: 42.0",
                "Agent 3": "I think it is 41", "Agent 4": ""}
-    assert polls.agent_options(answers) == ["42", "I think it is 41"]
+    assert polls.agent_options(answers) == ["42", "I think it is 41"]  # free text: the default type
+    assert polls.agent_options(answers, {"answer_type": "number"}) == ["42", "41"]
+
+
+def test_agent_options_of_a_yes_no_debate_are_the_short_answers_not_the_replies():
+    """The trial's "Is 91 a prime number? Answer yes or no.": three ~40-word replies became three
+    radio options cut mid-sentence. Read with the answer type they are "no" and "yes"."""
+    rambling = ("91 is not a prime number but 2*3 = 6 more than 7 so it's composite by 4 other numbers to "
+                "get from 5, which is also divisible by both 2 and 3. If you have already answered that")
+    replies = {"Agent 1": rambling + "\nFinal answer: No", "Agent 2": "Yes! 91 is a prime, since " + rambling,
+               "Agent 3": "The answer to this question is 2*3 = 6 which is composite by 4 but not a prime",
+               "Agent 4": "no."}
+    assert polls.agent_options(replies, {"answer_type": "yes_no"}) == ["no", "yes"]
+    # Must not happen: a whole reply as an option, or an unreadable one (Agent 3) offered at all.
+    config = {"answer_type": "yes_no", "question": "Is 91 a prime number? Answer yes or no."}
+    assert all(len(option) <= 3 for option in polls.agent_options(replies, config))
+
+
+def test_agent_options_in_free_text_are_cut_at_a_word():
+    reply = "Paris, the capital of France, which sits on the Seine in the north of the country, says the atlas"
+    options = polls.agent_options({"Agent 1": reply, "Agent 2": "Lyon"}, {"answer_type": "text"})
+    assert options == ["Paris, the capital of France, which sits on the Seine in…", "Lyon"]
+    assert len(options[0]) <= polls.AGENT_OPTION_CHARS
+
+
+def test_a_prediction_after_the_decision_is_refused_and_not_counted(store):
+    """The trial: the projector showed the decision next to "1 prediction · open" and a new phone's
+    vote was taken. A live debate's decision closes the poll in the store, whatever page sends."""
+    poll_id = polls.open_poll(store, DEBATE, ["CO2", "O2"])
+    polls.predict(store, poll_id, "Ada", "O2")
+    decide(store)  # the live debate decides after the poll was opened
+    assert polls.get_poll(store, poll_id)["status"] == "decided"
+    assert polls.polls_of(store, DEBATE)[0]["status"] == "decided"
+    with pytest.raises(PollError, match="the debate has decided") as refused:
+        polls.predict(store, poll_id, "Bo", "CO2")
+    assert refused.value.field == "poll_id"
+    with pytest.raises(PollError, match="the debate has decided"):
+        polls.predict(store, poll_id, "Ada", "CO2")  # nor may a voter change their prediction
+    # Must not happen: the late vote counted, or the changed one.
+    assert polls.results(store, poll_id)["total"] == 1
+    polls.close(store, poll_id)  # already closed: nothing to do, no error
+    polls.reveal(store, poll_id)
+    assert polls.results(store, poll_id)["counts"] == {"CO2": 0, "O2": 1}
+
+
+def test_a_replayed_debate_decided_before_the_poll_closes_when_the_decision_is_shown(store):
+    decide(store)  # a stored debate: decided long before the class replays it
+    poll_id = polls.open_poll(store, DEBATE, ["CO2", "O2"])
+    polls.predict(store, poll_id, "Ada", "CO2")  # the replay has not reached the decision: open
+    polls.close_on_decision(store, poll_id)  # the presenter shows the decision
+    assert polls.get_poll(store, poll_id)["status"] == "decided"
+    with pytest.raises(PollError, match="the debate has decided"):
+        polls.predict(store, poll_id, "Bo", "O2")
+    assert polls.results(store, poll_id)["total"] == 1
+    closed = polls.open_poll(store, DEBATE, ["CO2", "O2"])
+    polls.close(store, closed)
+    polls.close_on_decision(store, closed)  # closed by the teacher before: it stays "closed"
+    assert polls.get_poll(store, closed)["status"] == "closed"
 
 
 def test_concurrent_predictions_from_threads_are_all_kept_once(store):
