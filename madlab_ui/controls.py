@@ -148,11 +148,15 @@ def _steering(debate: LiveDebate | None) -> None:
         return
     with st.container(key=STEERING_KEY):
         st.markdown(f"**{md_escape(steering_line(debate))}**")
-    _notice()
+    # A slot drawn on every run, notice or none: the buttons and forms below keep their places in the
+    # fragment, so a notice coming or going never leaves a second copy of them on screen while the
+    # browser swaps a run's elements in (seen: two "Message to one agent" boxes after Send to all).
+    _notice(st.empty())
 
 
-def _notice() -> None:
-    """The answer to the last message sent (queued, or why not), under the steering line while fresh."""
+def _notice(slot) -> None:
+    """The answer to the last message sent (queued, or why not), under the steering line while fresh,
+    in `slot` (an `st.empty`)."""
     notice = st.session_state.get(NOTICE)
     if not notice:
         return
@@ -160,7 +164,7 @@ def _notice() -> None:
     if time.monotonic() - sent > NOTICE_S:
         st.session_state.pop(NOTICE, None)
         return
-    with st.container(key=NOTICE_KEY):
+    with slot.container(key=NOTICE_KEY):
         if kind == "error":
             st.error(md_escape(text), icon="⚠️")
         else:

@@ -104,7 +104,7 @@ def test_a_fresh_tab_lists_the_debates_running_now_to_watch(gate):
     running = live.start(config(model=f"scripted/{HELD}"), store=Store().path, owner="someone else")
     fresh = reload()
     assert INFO in texts(fresh.main)
-    assert "Debates running now" in [h.value for h in fresh.subheader]
+    assert "Debates running now" in texts(fresh.get_by_key("running_list"))
     button = fresh.button(key=f"reattach_{running.debate_id[:8]}")
     assert button.label == "Watch"
     assert fresh.text_area(key="question").value == ""  # another session's form is not shown here

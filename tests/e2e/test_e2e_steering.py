@@ -33,12 +33,17 @@ pytestmark = pytest.mark.e2e
 MEASURE = r"""
 (() => {
   if (window.__steer) return;
-  const s = window.__steer = {clicked: null, seen: null, want: null, key: null, watch: false, streaming: false};
+  const s = window.__steer = {clicked: null, seen: null, want: null, key: null, watch: false, streaming: false,
+                               copies: 0};
   document.addEventListener('click', () => { if (s.want && s.clicked === null) s.clicked = performance.now(); }, true);
   const check = () => {
     if (s.want && s.clicked !== null && s.seen === null) {
       const el = document.querySelector('.st-key-' + s.key);
       if (el && new RegExp(s.want, 'i').test(el.innerText)) s.seen = performance.now();
+    }
+    // the most copies of one control ever on screen at once (a redraw must replace, never add)
+    for (const k of ['say_one_agent', 'say_all_text', 'pause', 'stop']) {
+      s.copies = Math.max(s.copies, document.querySelectorAll('.st-key-' + k).length);
     }
     if (s.watch && !s.streaming) {
       const box = document.querySelector('.st-key-transcript');
@@ -119,6 +124,8 @@ def test_pause_resume_messages_and_decide_now_answer_at_once(page, server, store
     choose(page, "say_one_agent", "Agent 3")
     fill(page, "say_one_text", unique("Only for you"))
     timed_click(page, "say_one_send", "controls", r"Message for Agent 3 queued")
+    # Must not happen: a notice coming (or going) leaves a second copy of a control on screen.
+    assert page.evaluate("() => window.__steer.copies") == 1
 
     timed_click(page, "force_decision", "steering_status", r"decision requested|deciding")
     expect(key(page, "steering_status")).to_contain_text(re.compile(r"deciding: collecting 3 votes \(\d/3\)", re.I),

@@ -124,7 +124,8 @@ def test_each_turns_answer_line_is_the_answer_as_read_not_the_reply_again(script
     page = handout.handout_html(store, engine.debate_id, embed=embed, images=False)
     lines = re.findall(r'<p class="turn-answer"><b>Answer:</b> ([^<]*)</p>', page)
     # discussion: Agent 1's "no", Agent 2 has none; extraction: the parsed answers, lead-in dropped
-    assert lines == ["no", "no readable answer", "no", "yes"]
+    # (the two extractions run at once: the transcript lists them in the order they started)
+    assert lines[:2] == ["no", "no readable answer"] and sorted(lines[2:]) == ["no", "yes"]
     # Must not happen: a reply printed twice (once as the reply, once as its "Answer:" line).
     for reply in PRIME_REPLIES.values():
         assert page.count(handout.html.escape(reply.splitlines()[0])) == 1
