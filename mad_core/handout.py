@@ -98,7 +98,7 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
 
 def winner_words(view: DebateView) -> str:
     """Who the decided answer came from, as a decision card names the winner: "Agent 1"; "Agent
-    1's extracted final answer" when the answer is the final answer that agent stated when asked
+    1's final answer" when the answer is the final answer that agent stated when asked
     for it in the deciding round (seed 000 E.1), so that it is not read as contradicting the
     agent's last discussion reply; "" without a winner."""
     decision = view.decision
@@ -107,7 +107,7 @@ def winner_words(view: DebateView) -> str:
         return ""
     if any(t.kind == "extraction" and t.agent == winner and t.round == decision.round and t.status == "ok"
            for t in view.turns):
-        return f"{winner}'s extracted final answer"
+        return f"{winner}'s final answer"
     return winner
 
 

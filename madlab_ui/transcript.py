@@ -329,7 +329,7 @@ def render_decision(view: DebateView, revealed: bool | None = None) -> None:
                     st.text(full)
         facts = [f"protocol **{md_escape(decision.protocol)}**", f"round {decision.round}"]
         if decision.winner_agent:
-            facts.append(f"winner **{md_escape(handout.winner_words(view))}**")  # "Agent 1's extracted final answer"
+            facts.append(f"winner **{md_escape(handout.winner_words(view))}**")  # "Agent 1's final answer"
         st.markdown(" · ".join(facts))
         if decision.forced:
             st.warning("Forced: a person asked for a decision before the protocol reached one.")

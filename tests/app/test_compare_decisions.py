@@ -38,13 +38,13 @@ def test_compare_shows_a_decision_that_looks_like_a_list_literally(listed):
     assert r"**Decision:** 1\. Not a number\. 2\. Not a number\." in shown
     # Must not happen: the model's text handed to Markdown as it is (a numbered list, or a heading).
     assert not any(text.lstrip().startswith(("1.", "#")) for text in shown)
-    assert "winner Agent 1's extracted final answer" in texts(column)
+    assert "winner Agent 1's final answer" in texts(column)
 
 
 def test_the_decision_card_says_the_winners_answer_is_its_extracted_final_answer(listed):
     at = open_debate(listed)
     card = texts(at.get_by_key("decision_card"))
-    assert "winner **Agent 1's extracted final answer**" in card
+    assert "winner **Agent 1's final answer**" in card
     # a debate without extraction names the winner alone
     plain = texts(open_debate(run_debate("Which ocean is the largest?", extract_final_answers=False))
                   .get_by_key("decision_card"))

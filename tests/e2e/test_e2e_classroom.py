@@ -143,11 +143,16 @@ def test_presenter_shows_agents_side_by_side_and_highlights_the_speaker(page, se
                          speaking.locator('[data-testid="stMarkdownContainer"] p').last.element_handle())
     assert font >= 22, f"the presenter's text is not big: {font}px"
     expect(page.locator('[class*="st-key-presenter_speaking_"]')).to_have_count(1)  # one after another here
+    frame, column = speaking.bounding_box(), columns[0].bounding_box()
+    left, right = frame["x"] - column["x"], column["x"] + column["width"] - frame["x"] - frame["width"]
+    assert abs(left - right) <= 2, f"the speaker's frame is off-centre in its column: {left:.0f} vs {right:.0f} px"
     # Must not happen: the Debate page's form on the projector.
     expect(by_key(page, "question")).to_have_count(0)
     expect(by_key(page, "start")).to_have_count(0)
     page.locator("body").press("k")  # pause through the Controller, from the keyboard
     expect(by_key(page, "presenter_pause")).to_contain_text("Resume", timeout=LIVE_TIMEOUT)
+    # Must not happen: a focus frame drawn around the projector view by the key press.
+    assert page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle") in ("none", "")
     expect(by_key(page, "presenter_stage")).to_contain_text("paused")
     # The paused speaker's column says so. Must not happen: it still says "speaking" while paused.
     expect(speaking).to_contain_text("paused")

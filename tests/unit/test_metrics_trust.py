@@ -152,7 +152,7 @@ def test_simultaneous_change_quotes_the_previous_round_not_a_reply_written_at_th
             finished.append(event.turn.agent)
             if event.turn.agent == "Agent 3":
                 third_done.set()
-    assert finished[-1] == "Agent 1" and finished.index("Agent 3") < 2  # not the agent order
+    assert finished.index("Agent 3") < finished.index("Agent 1")  # not the agent order (Agent 2 may end anywhere)
     report = debate_report(store, engine.debate_id, embed=embed)
     [change] = report["agents"]["Agent 3"]["changes"]
     assert (change["round"], change["from"], change["to"]) == (2, "C", "B")
