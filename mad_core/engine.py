@@ -449,7 +449,7 @@ class DebateEngine:
             if self._halted():
                 break
             requests = [(agent, step.kind, self._discussion_messages(agent, rnd, step.kind) if planned is None
-                         else self.paradigm.messages(agent, step, rnd, self.context), None, step.reply)
+                         else self.paradigm.messages(agent, step, rnd, self.context), None, step.reply_for(agent))
                         for agent in step.agents]
             for turn in self.ask_many(requests):  # in the round's order, whatever finished first
                 finished.append(turn)
@@ -476,8 +476,9 @@ class DebateEngine:
     def _seen(self, agent: str, rnd: int) -> list[Turn]:
         """The discussion turns `agent` sees when it speaks in round `rnd` (paradigm, memory window).
 
-        In seq order: the order each turn was planned in, i.e. the round's order (seed 003), never
-        the order in which the calls of one simultaneous step happened to finish."""
+        In the order the paradigm shows them (`Paradigm.arrange`): in seq order, the order each turn
+        was planned in, for sequential talk; by the order of round `rnd` in simultaneous talk (seed
+        003), never the order in which the calls of one simultaneous step happened to finish."""
         history = sorted((t for t in self.turns if t.kind in SEEN_KINDS and t.status == "ok"), key=lambda t: t.seq)
         authors = visible_authors(self.cfg, agent)
         if authors is not None:  # sparse connectivity: only the neighbours' turns (and summaries)
@@ -485,7 +486,7 @@ class DebateEngine:
         seen = self.paradigm.visible(agent, rnd, history, self.order)
         if self.cfg.memory_window is not None:
             seen = [t for t in seen if t.round >= rnd - self.cfg.memory_window]
-        return seen
+        return self.paradigm.arrange(seen, self.order)
 
     def _discussion_messages(self, agent: str, rnd: int, kind: str) -> list[dict[str, str]]:
         cfg = self.cfg

@@ -381,9 +381,12 @@ class KksPerPlayer(Paradigm):
             return [Step(agents, "final", assignment)]
         player = self.player_order(ctx)[rnd - 2]
         self.topics[rnd] = player
-        debate = [Step((agent,), "debate", kks_stance_format(player, [a for a in agents if a != agent],
-                                                             cfg.confidence))
-                  for _ in range(cfg.kks_depth) for agent in agents]
+        # One pass of the debate asks every agent at once from the same state: the positions at the
+        # start of the player's debate and the replies of the earlier passes, never a reply of the same
+        # pass (seed 001 App. C.2's debate prompt has only those; ControlMAD asks all agents at once).
+        stances = tuple((agent, kks_stance_format(player, [a for a in agents if a != agent], cfg.confidence))
+                        for agent in agents)
+        debate = [Step(agents, "debate", replies=stances) for _ in range(cfg.kks_depth)]
         return [*debate, Step(agents, "adjustment", assignment)]
 
     def messages(self, agent: str, step: Step, rnd: int, ctx) -> list[dict[str, str]]:
@@ -451,6 +454,7 @@ class KksPlayerVote(Protocol):
     # is per player (`player_majority`), not `counting.tally`, so a per-solution vote chart has no bars
     # to show for it and leaves it out.
     casts_ballots = True
+    supervisor_calls = True  # a tie costs one supervisor call, re-asked vote_retries times (live.plan_calls)
     score_unit = "players on which the agent's assignment matches the decision"
     scores_per_agent = True
 

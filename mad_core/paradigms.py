@@ -28,11 +28,16 @@ from .registry import register
 @dataclass(frozen=True)
 class Step:
     """Agents who speak at the same time, the kind of their turns and the reply format asked
-    (a `protocols.schemas.ReplyFormat`, or None when they write freely)."""
+    (a `protocols.schemas.ReplyFormat`, or None when they write freely); `replies` gives an agent
+    a format of its own (e.g. one that names the other agents) and wins over `reply`."""
 
     agents: tuple[str, ...]
     kind: str = "discussion"
     reply: Any = None
+    replies: tuple[tuple[str, Any], ...] = ()
+
+    def reply_for(self, agent: str) -> Any:
+        return dict(self.replies).get(agent, self.reply)
 
 MODERATOR_ROLE = ("You are the moderator of this discussion: you see every message. Sum up the points made so "
                   "far and propose the solution the group should consider.")
@@ -46,6 +51,9 @@ class Paradigm:
     default_tit_for_tat: int | None = None
     judge_extracts = False  # a judge states the answer itself at the end (else it selects one)
     summarizes = False  # a summarizer condenses the discussion after every round
+    # Everyone in a round answers at once, so the round's speaking order is not who speaks when but
+    # where each earlier answer stands in the prompts (seed 003 §3): see `arrange`.
+    simultaneous = False
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
@@ -58,6 +66,21 @@ class Paradigm:
 
     def role(self, agent: str, order: list[str], cfg) -> str:
         return ""
+
+    def arrange(self, seen: list[Turn], order: list[str]) -> list[Turn]:
+        """The turns an agent sees, in the order its prompt shows them (`seen` is in seq order).
+
+        Sequential paradigms keep the order the turns were said in: the speaking order already
+        decided who spoke when. Simultaneous ones show every earlier round's answers in the order
+        computed for the round being asked (`order`), so the order of round r reaches round r's
+        prompts. The paper (seed 003 Algorithm 1) computes the order from the previous round's
+        answers and says it positions the agents' viewpoints; where it does not say how a prompt
+        shows them, we follow the MADC code, which sorts the other agents' previous-round solutions
+        by the new order in each prompt. Other turns (a summary) close their round."""
+        if not self.simultaneous:
+            return list(seen)
+        place = {agent: i for i, agent in enumerate(order)}
+        return sorted(seen, key=lambda t: (t.round, place.get(t.agent, len(order)), t.seq))
 
     # ----- hooks of paradigms that plan their own rounds (see the module docstring) -----------
     def total_rounds(self, cfg) -> int | None:
@@ -159,6 +182,8 @@ class Debate(Report):
 @register("paradigm", "simultaneous")
 class Simultaneous(Paradigm):
     """Du et al.: everyone answers at once, having seen all answers of the earlier rounds."""
+
+    simultaneous = True
 
     def steps(self, order: list[str], cfg) -> list[list[str]]:
         return [list(order)]

@@ -567,6 +567,56 @@ def test_simultaneous_prompts_present_the_previous_round_in_the_rounds_order(scr
         assert positions == sorted(positions), (viewer, positions)
 
 
+def _positions(text: str, agents) -> list[int]:
+    return [text.index(f"UNIQUE-{agent.replace(' ', '')}-R1") for agent in agents]
+
+
+@pytest.mark.parametrize("paradigm", ["simultaneous", "collective_refinement"])
+@pytest.mark.parametrize("ordering, answers, expected", [
+    ("truth_last", ("Paris", "Lyon", "Lyon"), ["Agent 2", "Agent 3", "Agent 1"]),  # reference holders last
+    ("truth_first", ("Lyon", "Lyon", "Paris"), ["Agent 3", "Agent 1", "Agent 2"]),  # reference holders first
+    ("madc", ("Lyon", "Lyon", "Paris"), ["Agent 3", "Agent 1", "Agent 2"]),  # least consistent first (Alg. 1)
+])
+def test_the_order_computed_for_a_round_is_the_order_its_prompts_show(script, paradigm, ordering, answers, expected):
+    """Seed 003 (Algorithm 1) and the MADC code: the order computed for round r from round r-1's
+    answers is where those answers stand in every round-r prompt, so a 2-round debate (the papers'
+    setting) already differs from its fixed-order twin in round 2."""
+    answer_of = dict(zip(("Agent 1", "Agent 2", "Agent 3"), answers))
+
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] in ("vote", "extraction", "summary"):
+            return "1"
+        return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: {answer_of[meta['agent']]}"
+    model, _ = script(reply)
+    settings = dict(paradigm=paradigm, rounds=2, max_rounds=2, reference="Paris", extract_final_answers=False)
+    events, _ = run(make_config(model, ordering=ordering, **settings))
+    order = of(events, RoundStarted)[1].order
+    assert order == expected
+    fixed, _ = run(make_config(model, ordering="fixed", **settings))
+    for viewer in ("Agent 1", "Agent 2", "Agent 3"):
+        prompt = user_text(find(turns(events, "discussion"), viewer, 2))
+        shown = [a for a in ("Agent 1", "Agent 2", "Agent 3") if f"UNIQUE-{a.replace(' ', '')}-R1" in prompt]
+        positions = _positions(prompt, [a for a in order if a in shown])
+        assert positions == sorted(positions), (viewer, order, positions)
+        twin = user_text(find(turns(fixed, "discussion"), viewer, 2))
+        if order != ["Agent 1", "Agent 2", "Agent 3"] and len(shown) > 1:
+            assert prompt != twin, (viewer, "the order changed no prompt")  # must not happen
+
+
+def test_sequential_paradigms_keep_who_spoke_when(script):
+    """In sequential talk the order is who speaks when: a prompt shows earlier turns as they were said."""
+    answers = {"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Lyon"}
+    model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] in ("vote", "extraction") else
+                      f"{said(info['metadata']['agent'])}-R{info['metadata']['round']}\n"
+                      f"Final answer: {answers[info['metadata']['agent']]}")
+    events, _ = run(make_config(model, paradigm="memory", ordering="truth_last", reference="Paris", rounds=2,
+                                max_rounds=2, extract_final_answers=False))
+    assert of(events, RoundStarted)[1].order == ["Agent 2", "Agent 3", "Agent 1"]
+    prompt = user_text(find(turns(events, "discussion"), "Agent 2", 2))
+    assert _positions(prompt, ["Agent 1", "Agent 2", "Agent 3"]) == sorted(_positions(prompt, ["Agent 1", "Agent 2", "Agent 3"]))
+
+
 def test_report_moderator_stays_the_first_configured_agent_whatever_the_order(script):
     ts, events = paradigm_run(script, "report", n=4, ordering="random", seed=3)
     orders = [e.order for e in of(events, RoundStarted)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 
 import pytest
 
@@ -148,7 +149,7 @@ def test_debate_prompt_with_visible_confidence(script):
         "- Agent 3: knight\n  Reasoning: Agent 3 on Ann\n  Confidence: 3/10\n"
         "Majority after the self-adjustment: knight\n\n"
         "The discussion of Bo so far:\n"
-        "- Agent 1: knave\n  Reasoning: Agent 1 on Bo\n  Confidence: 7/10\n\n"
+        "(nothing yet)\n\n"  # one pass (depth 1): every agent speaks from the same state, no same-pass reply
         "Now discuss Bo's role only. Weigh the other agents' positions on Bo against Bo's statement and its "
         "consistency with the other statements and the hints, say which of the other agents you agree and "
         "disagree with and why, and decide Bo's role (one of knight, knave, spy: no other value).\n\n"
@@ -156,6 +157,32 @@ def test_debate_prompt_with_visible_confidence(script):
         '"agree_with": [<agents>], "disagree_with": [<agents>], "reasoning": "<why, under 100 words>", '
         '"confidence": 1-10}. In agree_with and disagree_with name only other agents (Agent 1, Agent 3), '
         "never yourself.")
+
+
+def test_a_debate_pass_asks_every_agent_at_once_from_the_same_state(script):
+    """Seed 001 App. C.2 / ControlMAD: within a pass each debate call sees the positions before the
+    player's debate and the earlier passes, never a reply of its own pass; the calls of a pass run at
+    once (a barrier that only all three calls of a pass can pass); the next pass sees the whole pass."""
+    gate = threading.Barrier(3, timeout=30)  # broken (the turn fails) if the pass's calls ran one by one
+
+    def debate(messages, meta):
+        if meta["round"] == 3:
+            gate.wait()
+        player = focus(messages)
+        return json.dumps({"player": player, "role": TRUTH[player], "agree_with": [], "disagree_with": [],
+                           "reasoning": f"{meta['agent']} on {player} pass-mark"})
+    model, _ = script(debater(debate=debate))
+    events, engine = run(kks_config(model, names=["Ann", "Bo"], kks_depth=2))
+    assert engine.status == "finished"
+    bo = [t for t in turns(events, "debate") if t.round == 3]
+    assert [t.status for t in bo] == ["ok"] * 6
+    first, second = bo[:3], bo[3:]
+    for turn in first:  # must not happen: a reply of the same pass in the prompt
+        assert "on Bo pass-mark" not in turn.prompt[1]["content"], turn.agent
+    for turn in second:
+        so_far = turn.prompt[1]["content"].split("The discussion of Bo so far:\n")[1]
+        assert [a for a in AGENTS if f"{a} on Bo pass-mark" in so_far] == AGENTS
+        assert so_far.count("on Bo pass-mark") == 3, turn.agent  # the first pass only
 
 
 def test_hidden_confidence_never_reaches_another_agent(script):

@@ -1,0 +1,60 @@
+"""Speaking orders act in the round they are computed for (seed 003), checked on the paper presets.
+
+Each ordering preset is run with a scripted model whose first-round answers make its order differ
+from the configured one, beside its fixed-order twin: the round-2 prompts must show the first
+round's answers in the round-2 order, and must differ from the twin's (a knob that changes no
+prompt is a defect). Every model call is the public path (litellm's provider map).
+"""
+from __future__ import annotations
+
+import pytest
+
+from mad_core import DebateConfig, DebateEngine
+from mad_core.events import RoundStarted, TurnFinished
+from mad_core.presets import preset_config
+
+# The agents answering (D), the preset's reference, in the first round; the others answer (A).
+# truth_last: holders of the truth go last, so agents 1-3 move to the end. MADC (Algorithm 1): the
+# less consistent (the minority, agents 8-10) go first.
+HOLDERS = {"madc_ordering": {"Agent 8", "Agent 9", "Agent 10"},
+           "madc_truth_last": {"Agent 1", "Agent 2", "Agent 3"}}
+
+
+def _config(name: str, model: str, **changes) -> DebateConfig:
+    data = preset_config(name)
+    data["agents"] = [{**agent, "model": model} for agent in data["agents"]]
+    return DebateConfig.from_dict({**data, **changes})
+
+
+def _run(cfg: DebateConfig) -> list:
+    return list(DebateEngine(cfg).run())
+
+
+def _round2_prompts(events) -> dict[str, str]:
+    return {e.turn.agent: "\n".join(m["content"] for m in e.turn.prompt if m["role"] != "system")
+            for e in events if isinstance(e, TurnFinished) and e.turn.round == 2 and e.turn.kind == "discussion"}
+
+
+@pytest.mark.parametrize("preset", sorted(HOLDERS))
+def test_a_paper_presets_order_reaches_the_round_2_prompts_and_differs_from_fixed(script, preset):
+    holders = HOLDERS[preset]
+
+    def reply(messages, info):
+        meta = info["metadata"]
+        if meta["kind"] not in ("draft", "discussion"):
+            return "(A)"
+        letter = "D" if meta["agent"] in holders else "A"
+        return f"MARK<{meta['agent']}>R{meta['round']} reasons.\nFinal answer: ({letter})"
+    model, _ = script(reply)
+    events = _run(_config(preset, model))
+    twin = _run(_config(preset, model, ordering="fixed"))
+    order = [e.order for e in events if isinstance(e, RoundStarted)][1]
+    configured = [f"Agent {i}" for i in range(1, 11)]
+    assert order != configured  # the first round's answers do move the agents
+    assert [e.order for e in twin if isinstance(e, RoundStarted)][1] == configured
+    prompts, fixed = _round2_prompts(events), _round2_prompts(twin)
+    assert set(prompts) == set(configured)
+    for viewer, text in prompts.items():
+        positions = [text.index(f"MARK<{agent}>R1") for agent in order]
+        assert positions == sorted(positions), (viewer, order)
+        assert text != fixed[viewer], viewer  # must not happen: the same prompt as the fixed-order twin
