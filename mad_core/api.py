@@ -1,7 +1,8 @@
 """A compact Python API after seed 004's `debate()`: one call runs a whole debate.
 
 `debate(query, agents, rounds=2, judge=None, ...)` spawns agents from one model (or takes
-(label, model) pairs), lets every agent draft independently and then revise `rounds` times
+(label, model) pairs); agents spawned from one model get distinct personas ("three runs of the same
+model with different personas", seed 004: by default the Du preset's, `personas=` overrides), lets every agent draft independently and then revise `rounds` times
 after seeing the others' drafts (Du et al.), and picks the final answer with the judge or,
 without one, the convergence winner. With k agents, R rounds and a judge this makes exactly
 k*(R+1)+1 model calls. A model is a litellm name or a Python callable (messages -> text),
@@ -13,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-from .config import AgentConfig, DebateConfig
+from .config import AgentConfig, ConfigError, DebateConfig
 from .engine import Controller, DebateEngine
 from .events import DecisionReached, TurnFinished
+from .presets import preset_config
 
 Model = Union[str, Callable[[list[dict]], str]]
 
@@ -40,6 +42,25 @@ class DebateResult:
     status: str = ""
 
 
+# Personas for agents spawned from one model beyond the Du preset's three (our own words, in its style).
+MORE_PERSONAS = (
+    "You are a careful checker. Recompute every step yourself and trust no number you have not verified.",
+    "You are a plain-spoken teacher. Explain the simplest correct route to the answer and name common traps.",
+    "You are a devil's advocate. Argue for the most plausible alternative answer before settling on one.",
+)
+
+
+def default_personas(k: int) -> list[str]:
+    """k distinct personas for k agents of one model: the Du preset's (seed 004's same-model debate),
+    then MORE_PERSONAS; more agents than that need `personas=` (ConfigError naming it)."""
+    known = [agent.get("persona", "") for agent in preset_config("du_simultaneous")["agents"]]
+    pool = list(dict.fromkeys([p for p in known if p] + list(MORE_PERSONAS)))
+    if k > len(pool):
+        raise ConfigError("personas", f"{k} agents of one model need {k} distinct personas and MAD Lab has "
+                                      f"{len(pool)}: pass personas=[...] (one per agent)")
+    return pool[:k]
+
+
 def _model_name(model: Model) -> str:
     if callable(model):
         from .models.callables import register_callable
@@ -57,9 +78,9 @@ def debate(query: str, agents: Model | list[tuple[str, Model]], rounds: int = 2,
     else:
         name = _model_name(agents)
         pairs = [(f"Agent {i + 1}", name) for i in range(n_agents_if_single)]
+        if personas is None:
+            personas = default_personas(len(pairs))
     if personas is not None and len(personas) != len(pairs):
-        from .config import ConfigError
-
         raise ConfigError("personas", f"expected {len(pairs)} personas (one per agent), got {len(personas)}")
     agent_cfgs = [AgentConfig(label=label, model=model, persona=(personas[i] if personas else ""))
                   for i, (label, model) in enumerate(pairs)]

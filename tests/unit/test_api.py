@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 import mad_core
+from mad_core.api import default_personas
+from mad_core.presets import preset_config
 from mad_core.store import Store
 
 
@@ -55,6 +57,25 @@ def test_personas_and_options_reach_the_prompts(script, roles):
     systems = {call["metadata"]["agent"]: call["messages"][0]["content"] for call in s.history}
     assert "a pure mathematician" in systems["MATH"] and "a practising engineer" in systems["ENG"]
     assert "Contest every single point" in systems["MATH"]
+
+
+def test_one_model_spawns_agents_with_distinct_personas(script, roles):
+    """Seed 004: "three runs of the same model with different personas": by default the Du preset's."""
+    du = [agent["persona"] for agent in preset_config("du_simultaneous")["agents"]]
+    model, s = script(roles())
+    mad_core.debate("q?", agents=model, rounds=1, n_agents_if_single=3)
+    systems = {call["metadata"]["agent"]: call["messages"][0]["content"] for call in s.history}
+    for i, persona in enumerate(du):
+        assert persona in systems[f"Agent {i + 1}"]
+        assert all(persona not in systems[f"Agent {j + 1}"] for j in range(3) if j != i)  # distinct
+    model, s = script(roles())
+    mad_core.debate("q?", agents=model, rounds=1, n_agents_if_single=2, personas=["a poet", "a judge"])
+    systems = {call["metadata"]["agent"]: call["messages"][0]["content"] for call in s.history}
+    assert "a poet" in systems["Agent 1"] and not any(p in systems["Agent 1"] for p in du)  # overridden
+    calls = len(s.history)
+    with pytest.raises(mad_core.ConfigError) as err:
+        mad_core.debate("q?", agents=model, n_agents_if_single=len(default_personas(6)) + 1)
+    assert err.value.field == "personas" and len(s.history) == calls  # refused before any call
 
 
 def test_debate_is_stored_and_litellm_names_work(script, roles):
