@@ -108,8 +108,8 @@ VOTE_INSTRUCTIONS = {
     "simple_voting": "Vote for the one solution you think is best. Reply with its number only.",
     "approval_voting": "Approve every solution you find acceptable. Reply with their numbers only, separated by commas.",
     "ranked_voting": (
-        "Rank all solutions from best to worst. Reply with their numbers only, best first, separated by spaces "
-        "(for three solutions, e.g. `2 3 1`)."
+        "Rank the solutions from best to worst, up to 5 of them (a solution you leave out earns no points). "
+        "Reply with their numbers only, best first, separated by spaces (for three solutions, e.g. `2 3 1`)."
     ),
     "cumulative_voting": (
         "Share up to {points} points among the solutions, giving more to better ones. Reply only with a JSON object "

@@ -34,7 +34,7 @@ _VOTE_UNITS = {
     "simple_voting": "votes",
     "approval_voting": "approvals",
     "cumulative_voting": "points",
-    "ranked_voting": "Borda points",
+    "ranked_voting": "rank points (MALLM: min(5, n) − position)",
 }
 
 
@@ -42,7 +42,7 @@ def vote_breakdown(protocol: str, ballots: list, n_solutions: int) -> dict:
     """Per-solution totals of one vote, ready for a bar chart (seed 000 §3.2 protocols).
 
     Returns {"protocol", "unit", "labels" ("Solution 1", ...), "counts" (votes, approvals,
-    points or Borda points per solution), "winner", "tied", "valid", "invalid"}; ranked
+    points or rank points per solution), "winner", "tied", "valid", "invalid"}; ranked
     voting adds "rank_counts": rank_counts[s][p] ballots put solution s at position p.
     Counting is `protocols.counting.tally`, which raises for an unknown protocol or a
     malformed ballot (the ballot parser's job to prevent).

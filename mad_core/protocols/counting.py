@@ -80,14 +80,22 @@ def _approval_points(ballot: object, n_solutions: int) -> list[float]:
     return points
 
 
+RANKED_DEPTH = 5  # seed 000 App. E.2 asks for "up to 5 rankings"; MALLM scores min(5, solutions) - position
+
+
 def _ranked_points(ballot: object, n_solutions: int) -> list[float]:
-    """Borda count: position p earns n_solutions-1-p points; unranked solutions earn 0."""
+    """MALLM's ranked count: the solution at position p (0 = best) earns min(5, n_solutions) - p points,
+    unranked solutions nothing, positions past the fifth nothing (a partial ranking counts as given).
+
+    Seed 000 App. C says only "adding the ranking indices ... best cumulative rank", which leaves
+    partial rankings open; we follow MALLM's `RankedVoting.process_results` (the authors' code). So
+    the ballots [1, 2, 3] and [3] (1-based) give solution 1 three points and solution 3 one plus three: 3 wins."""
     _check_sequence(ballot)
     if len(set(ballot)) != len(ballot):
         raise ValueError(f"ballot {ballot!r}: a solution is ranked more than once")
     points = [0.0] * n_solutions
     for position, index in enumerate(ballot):
-        points[_check_index(index, n_solutions, ballot)] = float(n_solutions - 1 - position)
+        points[_check_index(index, n_solutions, ballot)] = float(max(0, min(RANKED_DEPTH, n_solutions) - position))
     return points
 
 

@@ -173,7 +173,8 @@ class ApprovalVoting(Voting):
 
 @register("protocol", "ranked_voting")
 class RankedVoting(Voting):
-    """Each agent ranks all solutions; best total rank (Borda points) wins."""
+    """Each agent ranks up to 5 solutions; the most rank points win (MALLM's count: the solution ranked
+    at position p, 0 = best, earns min(5, solutions) - p; see `counting._ranked_points`)."""
 
 
 @register("protocol", "cumulative_voting")

@@ -157,7 +157,7 @@ def ballot_format(protocol: str, n_solutions: int, points: int) -> ReplyFormat |
         "simple_voting": lambda: _object(vote=number),
         "judge": lambda: _object(vote=number),
         "approval_voting": lambda: _object(approved=numbers_list(1)),
-        "ranked_voting": lambda: _object(ranking=numbers_list(n_solutions)),
+        "ranked_voting": lambda: _object(ranking=numbers_list(1)),  # up to 5 count (seed 000 App. E.2, MALLM)
         "cumulative_voting": lambda: _object(
             **{str(n): {"type": "integer", "minimum": 0, "maximum": points} for n in numbers}),
     }

@@ -41,7 +41,7 @@ NUMBER = {"type": "integer", "enum": [1, 2, 3]}
 SIMPLE = _format("simple_ballot", {"vote": NUMBER})
 APPROVAL = _format("approval_ballot", {"approved": {"type": "array", "items": NUMBER, "minItems": 1, "maxItems": 3,
                                                     "uniqueItems": True}})
-RANKED = _format("ranked_ballot", {"ranking": {"type": "array", "items": NUMBER, "minItems": 3, "maxItems": 3,
+RANKED = _format("ranked_ballot", {"ranking": {"type": "array", "items": NUMBER, "minItems": 1, "maxItems": 3,
                                                "uniqueItems": True}})
 CUMULATIVE = _format("cumulative_ballot", {str(n): {"type": "integer", "minimum": 0, "maximum": 10} for n in (1, 2, 3)})
 EXTRACTION = _format("final_answer", {"answer": {"type": "string", "maxLength": 160}})

@@ -54,24 +54,33 @@ def test_approval_voting_everyone_approves_everything_is_a_tie():
     assert result.tied == [0, 1, 2]
 
 
-# --- ranked voting (Borda) -------------------------------------------------------------------
+# --- ranked voting (MALLM's count: min(5, solutions) - position) ------------------------------
 
-def test_ranked_voting_borda_points():
-    # positions earn 2, 1, 0 points with three solutions
+def test_ranked_voting_points_follow_mallm():
+    # positions earn 3, 2, 1 points with three solutions (MALLM's RankedVoting.process_results)
     result = tally("ranked_voting", [[0, 1, 2], [1, 0, 2], [1, 2, 0]], 3)
-    assert result.scores == [3.0, 5.0, 1.0]
+    assert result.scores == [6.0, 8.0, 4.0]
     assert result.winner == 1
 
 
-def test_ranked_voting_partial_ranking_gives_unranked_zero():
-    result = tally("ranked_voting", [[2], [2, 0]], 4)
-    assert result.scores == [2.0, 0.0, 6.0, 0.0]
-    assert result.winner == 2
+def test_ranked_voting_partial_ranking_counts_as_mallm_counts_it():
+    """The issue's case: [1,2,3] and [3] (1-based). Under Borda (2,1,0) they tie; under MALLM's
+    count solution 3 earns 1 + 3 and solution 1 earns 3: solution 3 wins."""
+    result = tally("ranked_voting", [[0, 1, 2], [2]], 3)
+    assert result.scores == [3.0, 2.0, 4.0]
+    assert (result.winner, result.tied) == (2, [])
+    result = tally("ranked_voting", [[2], [2, 0]], 4)  # unranked solutions earn nothing
+    assert result.scores == [3.0, 0.0, 8.0, 0.0]
+
+
+def test_ranked_voting_counts_five_places_at_most():
+    result = tally("ranked_voting", [list(range(7))], 7)
+    assert result.scores == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0, 0.0]
 
 
 def test_ranked_voting_tie():
     result = tally("ranked_voting", [[0, 1], [1, 0]], 2)
-    assert (result.winner, result.tied, result.scores) == (None, [0, 1], [1.0, 1.0])
+    assert (result.winner, result.tied, result.scores) == (None, [0, 1], [3.0, 3.0])
 
 
 def test_ranked_voting_rejects_repeated_solution():

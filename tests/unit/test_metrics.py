@@ -219,8 +219,8 @@ def test_vote_breakdown_approval_and_cumulative():
 
 def test_vote_breakdown_ranked_has_rank_counts():
     chart = vote_breakdown("ranked_voting", [[0, 1, 2], [1, 0, 2], [1, 2], None], 3)
-    assert chart["unit"] == "Borda points"
-    assert chart["counts"] == [3, 5, 1]
+    assert chart["unit"] == "rank points (MALLM: min(5, n) − position)"
+    assert chart["counts"] == [5, 8, 4]
     assert chart["rank_counts"] == [[1, 1, 0], [2, 1, 0], [0, 1, 2]]
     assert chart["invalid"] == 1
 

@@ -46,7 +46,7 @@ G1 = {
         agents=["Music Journalist", "Local Music Expert", "Concert Promoter"],
         answers=[f"{PHIL} and {CHORAL}."] + [f"{PHIL} and {CHORAL}"] * 2,
         ballots=[[0, 1, 2]] * 3,  # all three: 1. Music Journalist 2. Local Music Expert 3. Concert Promoter
-        scores=[6.0, 3.0, 0.0], winner=0),  # Borda with 3 solutions: 2, 1, 0 points
+        scores=[9.0, 6.0, 3.0], winner=0),  # MALLM's count with 3 solutions: 3, 2, 1 points
 }
 
 
@@ -96,15 +96,14 @@ def test_g1_cumulative_ballots_spend_the_prompts_ten_points():
     assert [sum(b.values()) for b in G1["cumulative_voting"]["ballots"]] == [CUMULATIVE_POINTS] * 3
 
 
-def test_g1_ranked_winner_is_the_same_under_mallms_points():
+def test_g1_ranked_ballots_count_as_mallm_counts_them():
     """Seed 000 App. G.1 ranked voting. App. C: "adding the ranking indices ... best cumulative
-    rank"; MALLM's code gives min(5, agents) - position points (3, 2, 1 here) where we give
-    Borda's n - 1 - position (2, 1, 0): for complete rankings, as printed, the order is the same."""
+    rank"; MALLM's code gives min(5, agents) - position points (3, 2, 1 here), and so do we."""
     ballots = G1["ranked_voting"]["ballots"]
-    mallm = [sum(3 - ballot.index(i) for ballot in ballots) for i in range(3)]
-    assert mallm == [9, 6, 3]
+    mallm = [float(sum(3 - ballot.index(i) for ballot in ballots)) for i in range(3)]
+    assert mallm == [9.0, 6.0, 3.0]
     ours = tally("ranked_voting", ballots, 3)
-    assert ours.winner == mallm.index(max(mallm)) == 0
+    assert ours.scores == mallm and ours.winner == 0
 
 
 @pytest.mark.parametrize("protocol", list(G1))
