@@ -616,7 +616,8 @@ class DebateEngine:
             if serial:
                 serial.release()
         turn.content, turn.status = clean_text(result.text), result.status
-        turn.error = clean_text(result.error) if result.error else result.error
+        cause = result.error or result.note  # a kept reply's note ("cut: the model repeated itself ...")
+        turn.error = clean_text(cause) if cause else cause
         turn.prompt_tokens, turn.completion_tokens = result.prompt_tokens, result.completion_tokens
         turn.latency_s, turn.first_token_s, turn.attempts = result.latency_s, result.first_token_s, result.attempts
         turn.finished_at = time.time()
@@ -753,7 +754,7 @@ class DebateEngine:
 
     # ===== personas and challenge ==========================================================
     def _generate_personas(self) -> None:
-        """Seed 000: one task-relevant expert per agent without a persona, asked for as one list (see
+        """Seed 000: one task-relevant expert per agent without a persona, asked for one at a time (see
         `personas`); every call is a recorded turn (under the first agent's label). When the model
         cannot give a usable list, those agents become neutral participants and an ErrorOccurred
         says so in the debate's record. A stop while the list is asked for is no such failure: no

@@ -1,9 +1,9 @@
 """Expert personas (seed 000, after Kim et al.): one short, task-relevant expert per agent, no duplicates.
 
-`generate_personas` asks a model once for the whole list, as JSON (`schemas.persona_list_format`,
-sent as a `response_format` where the backend constrains output; the prompt asks for the same
-JSON in words, and plain lines are read as the fallback). `read_personas` checks the reply: exactly
-one description per agent, each short (PERSONA_WORDS words, PERSONA_CHARS characters), not empty,
+`generate_personas` asks a model for one persona at a time, each request showing the personas so
+far, as JSON (`schemas.persona_list_format(1)`, sent as a `response_format` where the backend
+constrains output; the prompt asks for the same JSON in words, and plain lines are read as the
+fallback). `read_personas` checks a reply: exactly the descriptions asked for, each short (PERSONA_WORDS words, PERSONA_CHARS characters), not empty,
 distinct from each other and from the personas already set, not a copy of the request or of the
 question, and not an answer (a line such as "A: 10:1 is not a prime number", or one that uses the
 question's numbers or the task's options). A refused list is re-asked at most `retries` times,
@@ -14,11 +14,10 @@ requests at once: a stopped result (`PersonaResult.stopped`) is not a failure of
 is never re-asked or reported as one. The model call is injected, so the engine (which
 records every call as a turn) and the app's "Suggest expert personas" button share this code.
 
-Seed 000 §3.1 generates the personas with the agents' own model (after Kim et al.); its code
-(MALLM's ExpertGenerator) asks for one participant at a time as JSON {"role", "description"}
-and re-asks only when the JSON cannot be read. We ask for the whole list in one call (one
-request instead of one per agent on a slow local model, and the model sees every slot it
-fills), as "Role: description" lines, and also check what the JSON says.
+Seed 000 §3.1 and App. C generate the personas with the agents' own model (after Kim et al.),
+one at a time, each request showing the personas generated so far; so does its code (MALLM's
+ExpertGenerator, JSON {"role", "description"}, re-asked only when the JSON cannot be read). We
+ask the same way, as one "Role: description" entry, and also check what the reply says.
 
 What it must not do: raise on anything a model wrote (every reader returns a result or a
 reason), or call a model itself.
@@ -166,14 +165,17 @@ def read_personas(text: str | None, n: int, question: str, task: str = "", *, re
     found = _json_list(text)
     personas = [_entry(p) for p in found] if found is not None else _lines(text)
     numbers = set(_NUMBER.findall(f"{question}\n{task}"))
+    seen: dict[str, str] = {_norm(p): "a persona already on the panel" for p in (taken or [])}
+    titles: dict[str, str] = {title(p): "a persona already on the panel" for p in (taken or []) if ":" in p}
     for i, persona in enumerate(personas):  # what is wrong with the lines first: it tells the model most
+        on_panel = seen.get(_norm(persona)) or (titles.get(title(persona)) if ":" in persona else None)
+        if on_panel:  # before the copy check: the request shows the panel, so a repeat also "copies" it
+            return PersonaList(None, f"persona {i + 1} is the same expert as {on_panel}")
         problem = _problem(persona, f"persona {i + 1}", question, request, numbers, [str(o) for o in options or []])
         if problem:
             return PersonaList(None, problem)
     if len(personas) != n:
         return PersonaList(None, f"expected {n} persona{'s' if n != 1 else ''}, one per agent, got {len(personas)}")
-    seen: dict[str, str] = {_norm(p): "a persona already on the panel" for p in (taken or [])}
-    titles: dict[str, str] = {title(p): "a persona already on the panel" for p in (taken or []) if ":" in p}
     for i, persona in enumerate(personas):
         where = f"persona {i + 1}"
         same = seen.get(_norm(persona)) or (titles.get(title(persona)) if ":" in persona else None)
@@ -188,41 +190,50 @@ def read_personas(text: str | None, n: int, question: str, task: str = "", *, re
 def generate_personas(question: str, task: str, labels: list[str], ask: Ask, existing: dict[str, str] | None = None,
                       *, options: list[str] | None = None, retries: int = RETRIES,
                       stopped: Callable[[], bool] | None = None) -> PersonaResult:
-    """Personas for the labels without one in `existing`: one request for the whole list, re-asked
-    at most `retries` times with the reason; never raises (a failed or refused list is a reason).
-    Once `stopped()` says so, nothing more is asked and, unless a list already came that could be
-    used, the result is `stopped` (its reason says so): a call cut by the stop is not the model's
-    failure."""
+    """Personas for the labels without one in `existing`, asked for one at a time (seed 000 App. C,
+    MALLM's ExpertGenerator): each request shows the personas so far (those set before and those
+    generated), and a refused reply is re-asked at most `retries` times with the reason; never raises.
+    When one persona cannot be had, nothing more is asked and the result says why (the labels from
+    that one on have none). Once `stopped()` says so, nothing more is asked and the result is
+    `stopped` (its reason says so): a call cut by the stop is not the model's failure."""
     personas = {label: p for label, p in (existing or {}).items() if p}
     missing = [label for label in labels if not personas.get(label)]
-    if not missing:
-        return PersonaResult(personas)
-    taken = list(personas.values())
-    n = len(missing)
-    reply = persona_list_format(n)
-    first = prompts.persona_list_prompt(question, task, n, taken, PERSONA_WORDS)
+    replies: list[str] = []
+    attempts = 0
+    for label in missing:
+        found, asked, reason = _one_persona(question, task, list(personas.values()), ask, options, retries, stopped,
+                                            replies)
+        attempts += asked
+        if found is None:
+            return PersonaResult(personas, reason=reason, attempts=attempts, replies=replies,
+                                 stopped=reason == STOPPED)
+        personas[label] = found
+    return PersonaResult(personas, attempts=attempts, replies=replies)
+
+
+def _one_persona(question: str, task: str, taken: list[str], ask: Ask, options: list[str] | None, retries: int,
+                 stopped: Callable[[], bool] | None, replies: list[str]) -> tuple[str | None, int, str]:
+    """(one new persona or None, requests made, why none): one request showing the panel so far,
+    re-asked with the reason at most `retries` times. Replies are appended to `replies`."""
+    reply = persona_list_format(1)
+    first = prompts.persona_list_prompt(question, task, 1, taken, PERSONA_WORDS)
     request = "\n".join(m["content"] for m in first)
-    messages, reason, replies = first, "", []
+    messages, reason = first, ""
     halted = stopped or (lambda: False)
-
-    def halt(asked: int) -> PersonaResult:
-        return PersonaResult(personas, reason=STOPPED, attempts=asked, replies=replies, stopped=True)
-
     for attempt in range(1, retries + 2):
         if halted():
-            return halt(attempt - 1)
+            return None, attempt - 1, STOPPED
         text, error = ask(messages, reply)
         if text is None:
             if halted():
-                return halt(attempt)  # the stop cut the call under way: not the model's failure
+                return None, attempt, STOPPED  # the stop cut the call under way: not the model's failure
             reason = f"the model call failed ({error or 'no reply'})"
             continue  # the same request again
         replies.append(text)
-        found = read_personas(text, n, question, task, request=request, taken=taken, options=options)
+        found = read_personas(text, 1, question, task, request=request, taken=taken, options=options)
         if found.personas is not None:
-            personas.update(zip(missing, found.personas))
-            return PersonaResult(personas, attempts=attempt, replies=replies)
+            return found.personas[0], attempt, ""
         reason = found.reason
         messages = [*first, {"role": "assistant", "content": text},
-                    {"role": "user", "content": prompts.persona_retry_prompt(reason, n, PERSONA_WORDS)}]
-    return PersonaResult(personas, reason=reason, attempts=retries + 1, replies=replies)
+                    {"role": "user", "content": prompts.persona_retry_prompt(reason, 1, PERSONA_WORDS)}]
+    return None, retries + 1, reason

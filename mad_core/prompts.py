@@ -198,8 +198,9 @@ PERSONA_EXAMPLE = "Geologist: studies how rock layers form and wear away"
 
 
 def persona_list_prompt(question: str, task: str, n: int, taken: list[str], max_words: int) -> list[dict[str, str]]:
-    """Seed 000 (after Kim et al.): ask for `n` task-relevant expert personas at once, as a JSON list,
-    none of them among those `taken` (mad_core/personas.py reads and checks the reply)."""
+    """Seed 000 (after Kim et al.): ask for `n` task-relevant expert personas (the engine asks for one at
+    a time), as a JSON list, none of them among those `taken`, which the prompt shows (mad_core/personas.py
+    reads and checks the reply)."""
     taken_text = ("Experts already on the panel:\n" + "\n".join(f"- {p}" for p in taken) + "\n\n") if taken else ""
     noun = "expert" if n == 1 else "experts"
     user = (
@@ -215,9 +216,10 @@ def persona_list_prompt(question: str, task: str, n: int, taken: list[str], max_
 
 
 def persona_retry_prompt(reason: str, n: int, max_words: int) -> str:
-    """The re-ask after a persona list that could not be used: why, and what is wanted instead."""
-    return (f"That list cannot be used: {reason}. Try again: {n} short expert description{'s' if n > 1 else ''} "
-            f"(at most {max_words} words each), one per agent, none of them an answer or a copy of the question. "
+    """The re-ask after a persona reply that could not be used: why, and what is wanted instead."""
+    wanted = (f"{n} short expert descriptions (at most {max_words} words each), one per agent, none of them"
+              if n > 1 else f"one short expert description (at most {max_words} words), not")
+    return (f"That reply cannot be used: {reason}. Try again: {wanted} an answer or a copy of the question. "
             'Reply with JSON only: {"personas": [...]}')
 
 

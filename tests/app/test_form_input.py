@@ -76,11 +76,13 @@ def test_the_description_follows_the_option_now_chosen():
 
 def test_suggested_personas_fill_the_fields_from_a_structured_list(script):
     personas = ["Geographer: maps and capitals", "Historian: French history", "Linguist: place names"]
-    model, s = script(lambda m, info: json.dumps({"personas": personas}), json_schema=True)
+    given = iter(personas)  # one persona a request (seed 000 App. C), each request showing the panel so far
+    model, s = script(lambda m, info: json.dumps({"personas": [next(given)]}), json_schema=True)
     at = fill(app(), model=model)
     at.button(key="generate_personas").click().run()
     assert [at.text_input(key=f"agent_persona_{i}").value for i in range(3)] == personas
-    assert s.history[-1]["response_format"]["json_schema"]["name"] == "persona_list"
+    assert s.history[-1]["response_format"]["json_schema"]["name"] == "persona_list" and len(s.history) == 3
+    assert f"- {personas[0]}\n- {personas[1]}" in s.history[-1]["messages"][-1]["content"]
     assert "persona_error" not in keys(at)
 
 

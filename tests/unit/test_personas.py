@@ -98,33 +98,46 @@ class Asker:
         return (None, text[len("FAIL:"):]) if text.startswith("FAIL:") else (text, "")
 
 
-def test_refused_junk_is_re_asked_with_the_reason_and_the_exact_prompt():
-    ask = Asker(as_json([JUNK_PROMPT, GOOD[1], GOOD[2]]), as_json([JUNK_ANSWER, GOOD[1], GOOD[2]]), as_json(GOOD))
+def test_personas_are_asked_one_at_a_time_each_request_showing_the_panel_so_far():
+    """Seed 000 App. C / MALLM's ExpertGenerator: one persona per request, each request showing the
+    personas generated so far; a refused reply is re-asked with the reason and the exact prompt."""
+    ask = Asker(as_json([JUNK_PROMPT]), as_json([JUNK_ANSWER]), as_json([GOOD[0]]), as_json([GOOD[1]]),
+                as_json([GOOD[2]]))
     result = generate_personas(QUESTION, "", ["A", "B", "C"], ask)
-    assert result.ok and result.attempts == 3
+    assert result.ok and result.attempts == 5
     assert result.personas == dict(zip("ABC", GOOD))
-    first = persona_list_prompt(QUESTION, "", 3, [], PERSONA_WORDS)
+    first = persona_list_prompt(QUESTION, "", 1, [], PERSONA_WORDS)
     assert ask.asked[0][0] == first
     reason = f"persona 1 copies the request instead of describing an expert ({JUNK_PROMPT!r})"
-    assert ask.asked[1][0] == [*first, {"role": "assistant", "content": as_json([JUNK_PROMPT, GOOD[1], GOOD[2]])},
-                               {"role": "user", "content": persona_retry_prompt(reason, 3, PERSONA_WORDS)}]
+    assert ask.asked[1][0] == [*first, {"role": "assistant", "content": as_json([JUNK_PROMPT])},
+                               {"role": "user", "content": persona_retry_prompt(reason, 1, PERSONA_WORDS)}]
     assert ask.asked[1][0][-1]["content"] == (
-        f"That list cannot be used: {reason}. Try again: 3 short expert descriptions (at most 20 words each), "
-        'one per agent, none of them an answer or a copy of the question. Reply with JSON only: {"personas": [...]}')
+        f"That reply cannot be used: {reason}. Try again: one short expert description (at most 20 words), "
+        'not an answer or a copy of the question. Reply with JSON only: {"personas": [...]}')
     assert "persona 1 reads like an answer, not an expert ('A: 10:1 is not a prime number')" in \
         ask.asked[2][0][-1]["content"]
-    assert all(reply.name == "persona_list" and reply.schema["properties"]["personas"]["minItems"] == 3
+    assert ask.asked[3][0] == persona_list_prompt(QUESTION, "", 1, [GOOD[0]], PERSONA_WORDS)
+    assert ask.asked[4][0] == persona_list_prompt(QUESTION, "", 1, [GOOD[0], GOOD[1]], PERSONA_WORDS)
+    assert f"Experts already on the panel:\n- {GOOD[0]}\n- {GOOD[1]}" in ask.asked[4][0][-1]["content"]
+    assert all(reply.name == "persona_list" and reply.schema["properties"]["personas"]["maxItems"] == 1
                for _, reply in ask.asked)
+
+
+def test_a_persona_already_generated_is_refused_for_the_next_agent():
+    ask = Asker(as_json([GOOD[0]]), as_json([GOOD[0]]), as_json([GOOD[1]]))
+    result = generate_personas(QUESTION, "", ["A", "B"], ask)
+    assert result.personas == {"A": GOOD[0], "B": GOOD[1]} and result.attempts == 3
+    assert "the same expert as a persona already on the panel" in ask.asked[2][0][-1]["content"]
 
 
 def test_gives_up_after_two_re_asks_with_the_last_reason_and_keeps_what_was_set():
     ask = Asker(JUNK_PROMPT, JUNK_ANSWER, "FAIL:rate limited")
     result = generate_personas(QUESTION, "", ["A", "B", "C"], ask, {"B": "Chemist: bonds"})
-    assert not result.ok and result.attempts == 3 and len(ask.asked) == 3
+    assert not result.ok and result.attempts == 3 and len(ask.asked) == 3  # C is never asked
     assert result.reason == "the model call failed (rate limited)"
     assert result.personas == {"B": "Chemist: bonds"}  # only what was set before
     assert "Experts already on the panel:\n- Chemist: bonds" in ask.asked[0][0][-1]["content"]
-    assert ask.asked[0][1].schema["properties"]["personas"]["maxItems"] == 2  # A and C only
+    assert ask.asked[0][1].schema["properties"]["personas"]["maxItems"] == 1  # one at a time
 
 
 def test_a_stop_ends_the_requests_and_is_not_reported_as_the_models_failure():
@@ -163,15 +176,16 @@ def persona_debate(script, roles, replies, **options):
 
 
 def test_engine_refuses_the_default_models_junk_and_re_asks(script, roles):
-    events, s = persona_debate(script, roles, [JUNK_PROMPT, as_json([JUNK_ANSWER] * 3), as_json(GOOD)],
+    events, s = persona_debate(script, roles, [JUNK_PROMPT, as_json([JUNK_ANSWER]), *(as_json([g]) for g in GOOD)],
                                json_schema=True)
     assert [e for e in events if isinstance(e, PersonasAssigned)][0].personas == dict(
         zip(["Agent 1", "Agent 2", "Agent 3"], GOOD))
     calls = [c for c in s.history if c["metadata"]["kind"] == "persona"]
-    assert len(calls) == 3
+    assert len(calls) == 5
     assert calls[0]["response_format"]["json_schema"]["name"] == "persona_list"  # the structured request
     assert "persona 1 copies the request" in calls[1]["messages"][-1]["content"]
     assert "persona 1 reads like an answer" in calls[2]["messages"][-1]["content"]
+    assert f"Experts already on the panel:\n- {GOOD[0]}\n- {GOOD[1]}" in calls[4]["messages"][-1]["content"]
     assert not [e for e in events if isinstance(e, ErrorOccurred)]
 
 
