@@ -9,6 +9,7 @@ Labels are compared after `normalize_answer`; a missing part is wrong.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from ._common import as_list, norm
@@ -82,16 +83,27 @@ def majority_prediction(answers: object) -> object:
 
     `answers` are the agents' answers of one round (a list, or a dict agent -> answer).
     For {player: role} answers the result is {player: majority role or None}, over every
-    player any agent named; for plain answers it is the majority answer or None. A tie at
-    the top gives None for that part: the paper's supervisor tie-break belongs to the final
-    decision, not to the per-round curves (reading taken), so a tied part counts as wrong.
+    player any agent named; for plain answers it is the majority answer or None. The majority
+    is the initial-state code's clear majority (`process.clear_majority`, seed 001 §6.1): the
+    single most common answer held by at least ceil(A/2) of ALL A agents, so an unreadable
+    answer counts in A and 1 readable answer of 3 is no majority ("chaos": None). A tie at the
+    top gives None too: the paper's supervisor tie-break belongs to the final decision, not to
+    the per-round curves (reading taken), so a part without a majority counts as wrong.
     """
     agents = _agents(answers)
     if any(isinstance(a, Mapping) for a in agents):
         players = list(dict.fromkeys(k for a in agents if isinstance(a, Mapping) for k in a))
-        return {p: majority_answer([a.get(p) if isinstance(a, Mapping) else None for a in agents])
+        return {p: _clear_majority([a.get(p) if isinstance(a, Mapping) else None for a in agents])
                 for p in players}
-    return majority_answer(agents)
+    return _clear_majority(agents)
+
+
+def _clear_majority(labels: list) -> object:
+    top = majority_answer(labels)
+    if top is None:
+        return None
+    held = sum(1 for label in labels if norm(label) == top)
+    return top if held >= math.ceil(len(labels) / 2) else None
 
 
 def _per_part(answers: object, indicator) -> float | None:

@@ -140,6 +140,10 @@ def test_majority_prediction_per_player_with_tie():
                                             "Peter": "spy"}
     assert majority_prediction(["A", "(a)", "B"]) == "a"
     assert majority_prediction([]) is None
+    # the initial-state rule (seed 001 §6.1): at least half of ALL agents, unreadable ones counted
+    assert majority_prediction(["A", None, None]) is None  # chaos, not "a"
+    assert majority_prediction(["A", "a", None]) == "a"
+    assert majority_prediction(["A", "B", None, None]) is None
 
 
 def test_auc_is_the_mean_over_rounds():
@@ -164,6 +168,12 @@ def test_seed001_outcome_metrics_on_a_three_round_debate():
     assert result["auc_agree_all"] == pytest.approx(0.5)
     assert result["auc_agree_major"] == pytest.approx(11 / 12)
     assert agree_all_share(ROUND_2) == 0.5 and agree_major_share(ROUND_1) == 0.75
+
+
+def test_an_unreadable_round_scores_zero_in_accuracy_and_agreement_alike():
+    result = outcome_metrics([[None, None, None], ["A", "A", "A"]], "A")
+    assert result["strict"] == result["agree_all"] == result["agree_major"] == [0.0, 1.0]
+    assert result["auc_strict"] == result["auc_agree_all"] == result["auc_agree_major"] == 0.5
 
 
 def test_outcome_metrics_plain_answers_and_empty():
