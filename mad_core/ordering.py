@@ -14,10 +14,27 @@ from __future__ import annotations
 
 import random
 
+from collections.abc import Mapping
+
 from .answers import normalize_answer
 from .config import ConfigError
 from .metrics import madc_order
 from .registry import register
+from .tasks.answer_types import DebateAnswerType, is_correct, read_answer
+
+
+def answer_key(cfg, text: str | None) -> str | None:
+    """An answer as the debate's `answer_type` reads it (the metrics' reading), as a comparable key;
+    None when it cannot be read. "18 apples" and "18" are one key for a number debate, "Yes, it is."
+    and "yes" for a yes/no one. With answer_type "text" the key is `normalize_answer`'s (as before)."""
+    kind = DebateAnswerType(cfg.answer_type or "text", list(cfg.answer_options or []) or None)
+    if kind.kind == "text":
+        return normalize_answer(text or "") or None
+    reading = read_answer(kind.kind, text, **kind.keywords)
+    if not reading.valid:
+        return None
+    value = reading.value
+    return repr(sorted(value.items())) if isinstance(value, Mapping) else repr(value)
 
 
 class Ordering:
@@ -59,7 +76,19 @@ class Madc(Ordering):
     def order(self, labels: list[str], previous: dict[str, str]) -> list[str]:
         if not previous:
             return list(labels)
-        return madc_order(list(labels), [previous.get(label, "") for label in labels])
+        # Path consistency over the answers as the debate's answer type reads them ("18 apples" = "18").
+        keys = [answer_key(self.cfg, previous.get(label)) if label in previous else None for label in labels]
+        return madc_order(list(labels), keys)
+
+
+def holds_reference(cfg, text: str | None) -> bool:
+    """Whether `text` holds the reference answer, judged as the metrics judge it (`is_correct` with the
+    debate's answer type: "18 apples" holds 18, "1.5 m/s" holds 1.5); with answer_type "text", equal
+    `normalize_answer` forms (as before)."""
+    kind = DebateAnswerType(cfg.answer_type or "text", list(cfg.answer_options or []) or None)
+    if kind.kind == "text":
+        return normalize_answer(text or "") == normalize_answer(cfg.reference or "")
+    return is_correct(kind.kind, text, cfg.reference, **kind.keywords) is True
 
 
 class _ByTruth(Ordering):
@@ -73,8 +102,7 @@ class _ByTruth(Ordering):
             raise ConfigError("reference", f"ordering {cfg.ordering!r} needs a reference answer")
 
     def order(self, labels: list[str], previous: dict[str, str]) -> list[str]:
-        truth = normalize_answer(self.cfg.reference or "")
-        right = [lb for lb in labels if lb in previous and normalize_answer(previous[lb]) == truth]
+        right = [lb for lb in labels if lb in previous and holds_reference(self.cfg, previous[lb])]
         wrong = [lb for lb in labels if lb not in right]
         return wrong + right if self.truth_last else right + wrong
 

@@ -58,3 +58,36 @@ def test_a_paper_presets_order_reaches_the_round_2_prompts_and_differs_from_fixe
         positions = [text.index(f"MARK<{agent}>R1") for agent in order]
         assert positions == sorted(positions), (viewer, order)
         assert text != fixed[viewer], viewer  # must not happen: the same prompt as the fixed-order twin
+
+
+# ----- one reading of an answer: orderings read answers as the metrics do --------------------------------
+def _first_round(script, answers: dict[str, str], **settings):
+    model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] not in ("draft", "discussion") else
+                      f"Because.\nFinal answer: {answers[info['metadata']['agent']]}")
+    agents = [{"label": label, "model": model} for label in answers]
+    cfg = DebateConfig.from_dict({"question": "How many apples?", "agents": agents, "paradigm": "simultaneous",
+                                  "rounds": 2, "max_rounds": 2, "extract_final_answers": False, **settings})
+    return [e.order for e in _run(cfg) if isinstance(e, RoundStarted)][1]
+
+
+@pytest.mark.parametrize("kind, answers, reference, moved", [
+    ("number", ("18 apples", "17", "18"), "18", ("Agent 1", "Agent 3")),
+    ("number", ("1.5 m/s", "2", "1.5"), "1.5", ("Agent 1", "Agent 3")),
+    ("yes_no", ("Yes, it is.", "no", "yes"), "yes", ("Agent 1", "Agent 3")),
+])
+def test_truth_last_reads_answers_with_the_debates_answer_type(script, kind, answers, reference, moved):
+    named = dict(zip(("Agent 1", "Agent 2", "Agent 3"), answers))
+    order = _first_round(script, named, ordering="truth_last", reference=reference, answer_type=kind)
+    assert order == ["Agent 2", *moved]
+    # answer_type text behaves as before: "18 apples" is not "18"
+    if kind == "number" and reference == "18":
+        order = _first_round(script, named, ordering="truth_last", reference=reference, answer_type="text")
+        assert order == ["Agent 1", "Agent 2", "Agent 3"]
+
+
+def test_madc_path_consistency_reads_answers_with_the_debates_answer_type(script):
+    """Seed 003 Eq. 2 over the answers as read: "18 apples" and "18" agree, so Agent 3 ("17") is the
+    least consistent and speaks first; as text all three differ and the order stays."""
+    named = {"Agent 1": "18 apples", "Agent 2": "18", "Agent 3": "17"}
+    assert _first_round(script, named, ordering="madc", answer_type="number") == ["Agent 3", "Agent 1", "Agent 2"]
+    assert _first_round(script, named, ordering="madc") == ["Agent 1", "Agent 2", "Agent 3"]
