@@ -23,6 +23,8 @@ from pathlib import Path
 from functools import partial
 from typing import Any, Callable, Iterator
 
+from . import registry  # a leaf: it imports the components only when one is first looked up
+
 DEFAULT_MODEL = "local/smollm2-135m"
 
 # ----- bounds: absurd values are refused before anything runs --------------------------------
@@ -51,8 +53,15 @@ MAX_FIELD_CHARS = 100
 MAX_MESSAGE_CHARS = 480
 # Settings naming a registered component, and yes/no settings.
 COMPONENT_SETTINGS = ("paradigm", "response_generator", "protocol", "ordering")
-FLAG_SETTINGS = ("extract_final_answers", "all_agents_drafting", "confidence", "confidence_visible", "challenge",
+FLAG_SETTINGS = ("extract_final_answers", "all_agents_drafting", "confidence", "confidence_visible",
                  "judge_adaptive_break", "auto_personas")
+# The challenge step's settings (seed 000 §5 and App. E.3; MALLM's challenge_solution calls): what
+# the agents see when they are asked to accept or challenge an answer. "solution": the final answer
+# only; "history": with the discussion as the agent saw it; "information": with additional background
+# information; "wrong" / "irrelevant": a planted wrong or irrelevant answer instead of the decision
+# (the paper's baselines). `challenge: true` (configs and debates stored before the settings) is
+# "solution"; false is no challenge step.
+CHALLENGE_SETTINGS = ("solution", "history", "information", "wrong", "irrelevant")
 
 # ----- generation settings -----------------------------------------------------------------------
 # The most tokens a reply may have, by what a call asks for. Turns in which an agent writes
@@ -140,7 +149,7 @@ class DebateConfig:
     ordering: str = "fixed"  # speaking order (seed 003)
     confidence: bool = False  # agents report confidence 1-10 (seed 001)
     confidence_visible: bool = True  # whether other agents see it
-    challenge: bool = False  # agents may challenge the final answer (seed 000 E.3)
+    challenge: bool | str = False  # challenge step (seed 000 E.3): False or a CHALLENGE_SETTINGS name; True = "solution"
     judge_model: str | None = None  # judge protocol / two_sided paradigm (seed 002)
     judge_adaptive_break: bool = True  # judge may end the debate after any round (seed 002)
     debate_subrounds: int = 2  # exchanges between moderator turns in the `debate` paradigm
@@ -157,7 +166,7 @@ class DebateConfig:
     retry_attempts: int = 3  # attempts per model call on transient failures
     retry_base_delay: float = 0.5  # seconds, doubled per retry
     retry_max_wait_s: float = 60.0  # longest wait before a retry, a server's Retry-After included
-    timeout_s: float = 120.0  # the longest one attempt of a model call may wait for the model (whole reply)
+    timeout_s: float = 120.0  # the longest one attempt may wait for a remote model's whole reply (local/: see models.RetryPolicy)
 
     # ----- conversion -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -192,7 +201,10 @@ class DebateConfig:
         For a form that shows them all at once. The rules are `validate`'s own (`_checks`); a
         rule over a field already at fault (e.g. max_rounds >= rounds when rounds is not a
         number) is skipped, and a field has at most one problem (its first). A malformed agent list is reported and the other settings are
-        checked with the default agents, leaving out what those would say about agents."""
+        checked with the default agents, leaving out what those would say about agents.
+
+        Never raises, whatever `data` holds (tests/unit/test_problems_fuzz.py): a rule that breaks
+        on a value it did not expect is a problem of the field it checks ("cannot be checked")."""
         found: list[ConfigError] = []
         if isinstance(data, dict) and "agents" in data:
             try:
@@ -205,7 +217,7 @@ class DebateConfig:
         except ConfigError as exc:
             return found + [exc]
         agents_broken = bool(found)
-        for check in cfg._checks(check_models):
+        for check in _each_rule(cfg._checks(check_models), found):
             try:
                 check()
             except ConfigError as exc:
@@ -215,9 +227,9 @@ class DebateConfig:
                     continue  # a rule over a field that is wrong itself: its first cause is reported
                 if all(exc.field != seen.field for seen in found):  # one problem a field: the first
                     found.append(exc)
-            except Exception:  # noqa: BLE001 - a rule over a field already at fault
-                if not found:
-                    raise
+            except Exception as exc:  # noqa: BLE001 - a rule that broke on a value it did not expect
+                if not found:  # never raised: reported as a problem of the rule's field
+                    found.append(ConfigError(_rule_field(check), f"cannot be checked ({type(exc).__name__})"))
         return found
 
     def copy(self, **changes: Any) -> "DebateConfig":
@@ -239,9 +251,9 @@ class DebateConfig:
         """validate's rules, one field or rule each, in order; each raises a ConfigError.
 
         A generator: each rule is made after the ones before it ran, so a rule may assume
-        what `validate` has checked by then (`problems` goes on past a failed one)."""
-        from . import registry
-
+        what `validate` has checked by then (`problems` goes on past a failed one). Making a rule
+        looks at no value: every lookup happens when the rule runs (a list or an unknown name as
+        the paradigm is the paradigm's problem, never an exception here)."""
         check_model = _check_model if check_models else _check_model_name
         yield partial(_check_text, "question", self.question, MAX_TEXT, required=True)
         yield partial(_check_text, "task", self.task, MAX_TEXT)
@@ -257,6 +269,7 @@ class DebateConfig:
                 yield partial(_check_number, name, getattr(self, name), low, high)
         for name in FLAG_SETTINGS:
             yield partial(_check_type, name, getattr(self, name), bool)
+        yield partial(_check_challenge, self.challenge)
         yield partial(_check_connectivity, self.connectivity,
                       [a.label for a in self.agents if isinstance(a, AgentConfig)])
         yield partial(_check_component, "kks_order", self.kks_order, KKS_ORDERS, "order")
@@ -268,9 +281,7 @@ class DebateConfig:
         yield partial(_check_answer_reading, self.answer_type, self.answer_options)
         # Component-specific rules (e.g. two_sided needs two agents and a judge).
         for kind in ("paradigm", "protocol", "ordering"):
-            check = getattr(registry.get(kind, getattr(self, kind)), "check_config", None)
-            if check is not None:
-                yield partial(check, self)
+            yield partial(_component_rule, kind, self)
 
     def _check_round_limits(self) -> None:
         if self.max_rounds < self.rounds:
@@ -304,6 +315,38 @@ class DebateConfig:
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(DebateConfig))
 _AGENT_SETTINGS = frozenset(f.name for f in dataclasses.fields(AgentConfig))
+
+
+def _component_rule(kind: str, cfg: DebateConfig) -> None:
+    """The rule of the component `cfg` names as its `kind` (`check_config`), if it has one; nothing
+    when the name is not a registered one (`_check_component` reports that)."""
+    name = getattr(cfg, kind)
+    if not isinstance(name, str) or name not in registry.names(kind):
+        return
+    check = getattr(registry.get(kind, name), "check_config", None)
+    if check is not None:
+        check(cfg)
+
+
+def _each_rule(rules: Iterator[Callable[[], None]], found: list[ConfigError]) -> Iterator[Callable[[], None]]:
+    """`rules` as they come, ending where making the next one fails (reported in `found` when nothing
+    is yet: `problems` never raises)."""
+    while True:
+        try:
+            rule = next(rules)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - a rule that could not be made
+            if not found:
+                found.append(ConfigError("config", f"cannot be checked ({type(exc).__name__})"))
+            return
+        yield rule
+
+
+def _rule_field(rule: Callable[[], None]) -> str:
+    """The field a rule checks: its first argument when that is a field name, else "config"."""
+    args = getattr(rule, "args", ())
+    return args[0] if args and isinstance(args[0], str) else "config"
 
 
 CONNECTIVITY_NAMES = ("full", "ring")
@@ -347,6 +390,22 @@ def _check_answer_reading(answer_type: Any, options: Any) -> None:
         seen = [o.casefold() for o in options]
         if len(set(seen)) != len(seen):
             raise ConfigError("answer_options", "player names must be distinct (compared ignoring case)")
+
+
+def challenge_setting(value: Any) -> str | None:
+    """The challenge step's setting a `challenge` value names: None for none (False, None, anything
+    that is no setting), "solution" for True (the first setting), else the name itself."""
+    if value is True:
+        return CHALLENGE_SETTINGS[0]
+    return value if isinstance(value, str) and value in CHALLENGE_SETTINGS else None
+
+
+def _check_challenge(value: Any) -> None:
+    """`challenge` is true/false or the name of one of the paper's settings."""
+    if isinstance(value, bool) or (isinstance(value, str) and value in CHALLENGE_SETTINGS):
+        return
+    raise ConfigError("challenge", f"expected true, false or one of {', '.join(CHALLENGE_SETTINGS)}, "
+                                   f"got {short_repr(value)}")
 
 
 def default_agents(n: int, model: str = DEFAULT_MODEL) -> list[AgentConfig]:

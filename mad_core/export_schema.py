@@ -6,10 +6,12 @@ can write and that `show`/`export` can read back, or raises `ExportError(field, 
 `field` says where the problem is ("turns[3].status", "config.agents[1].label",
 "annotations[0].turn_id") and the message is short whatever the value.
 
-What is checked: the top-level keys and the format/version; the `debate` row; the `config`
+What is checked: first the whole document's depth and size (`check_document`; an export's JSON
+text: `read_export_text`), without recursion, so a document nested 100,000 levels deep is refused
+before anything walks it; then the top-level keys and the format/version; the `debate` row; the `config`
 (everything `DebateConfig` checks except whether its models can be called on this machine);
 every turn (all `Turn` fields, unique ids, the prompt as a list of {role, content} texts); the
-rows of every child table (`store.CHILD_TABLES`): only known columns, each of the right type
+rows of every child table (`CHILD_TABLES`): only known columns, each of the right type
 (SQLite-sized integers, finite numbers, timestamps `format_time` can print, JSON columns of
 the right shape, bounded in depth and size); annotations naming turns that exist.
 
@@ -23,6 +25,7 @@ already checked export again returns an equal copy (it is cheap enough to check 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -31,6 +34,10 @@ from typing import Any, Callable
 from .config import MAX_NAME, ConfigError, DebateConfig, clip, field_name, one_line, short_repr
 from .events import DEBATE_STATUSES, TURN_KINDS, TURN_STATUSES, Turn
 
+EXPORT_FORMAT = "madlab-debate"
+EXPORT_VERSION = 1
+# Tables that hang off a debate (besides turns), in export order (the store writes them).
+CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "errors", "annotations", "rounds")
 MAX_ID_CHARS = 128
 DEBATE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")  # uuid hex, with or without dashes
 MAX_TURN_ID_CHARS = 256
@@ -41,7 +48,15 @@ MAX_TIMESTAMP = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: later times cannot
 MAX_JSON_DEPTH = 32  # levels of nesting inside one JSON column or the config
 MAX_JSON_VALUES = 1_000_000  # values inside one JSON column or the config
 MAX_MESSAGE_CHARS = 300
+# A whole document: deeper or larger ones are refused before anything walks them recursively. An
+# export's own structure is a few levels deep around its JSON columns (MAX_JSON_DEPTH each): a
+# document this deep can only be refused, and the finer checks below name the field when less.
+MAX_DOCUMENT_DEPTH = 64
+MAX_DOCUMENT_BYTES = 200_000_000  # as JSON text (a parsed document: its size estimated as JSON)
 ExportData = dict[str, Any]
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.IGNORECASE)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 class ExportError(ValueError):
@@ -264,14 +279,82 @@ CHILD_COLUMNS: dict[str, dict[str, Column]] = {
 }
 
 
+# ----- the whole document, before anything recursive ---------------------------------------------
+def _too_large() -> ExportError:
+    return ExportError("export", f"larger than {MAX_DOCUMENT_BYTES / 1_000_000:g} MB")
+
+
+def _too_deep() -> ExportError:
+    return ExportError("export", f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+
+
+def read_export_text(text: str | bytes | bytearray) -> Any:
+    """The JSON document in an export's text, or ExportError("export", ...) when it is larger than
+    MAX_DOCUMENT_BYTES, nested deeper than MAX_DOCUMENT_DEPTH (both found on the text itself, without
+    recursion, before it is parsed), not UTF-8 or not JSON."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_DOCUMENT_BYTES:
+            raise _too_large()
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ExportError("export", f"not UTF-8 text (byte offset {exc.start:,})") from None
+    if len(text) > MAX_DOCUMENT_BYTES or (not text.isascii()
+                                          and len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES):
+        raise _too_large()
+    depth = 0
+    for bracket in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):  # brackets outside strings
+        depth += 1 if bracket.group() in "[{" else -1
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise _too_deep()
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # a syntax error, a number too long to read
+        raise ExportError("export", f"not JSON: {exc}") from None
+
+
+def check_document(data: Any) -> None:
+    """ExportError("export", ...) when `data` (a parsed document) is nested deeper than
+    MAX_DOCUMENT_DEPTH or larger than MAX_DOCUMENT_BYTES as JSON (estimated). Iterative: a document
+    nested 100,000 levels deep, even one that holds itself, is refused without recursion."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > MAX_DOCUMENT_DEPTH:
+                raise _too_deep()
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            size += 2
+            for key, value in pairs:
+                size += (len(key) + 4 if isinstance(key, str) else 8) if isinstance(item, dict) else 1
+                stack.append((value, depth + 1))
+        elif isinstance(item, str):
+            size += 2 + (len(item) if item.isascii() else len(item.encode("utf-8", "surrogatepass")))
+        else:
+            size += 8
+        if size > MAX_DOCUMENT_BYTES:
+            raise _too_large()
+
+
+def scrub_secrets(value: Any) -> Any:
+    """A copy of `value` without any mapping key named like an API key, token or secret.
+    (Recursive: give it a checked document, see `check_document`.)"""
+    if isinstance(value, dict):
+        return {k: scrub_secrets(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [scrub_secrets(v) for v in value]
+    return value
+
+
 # ----- the export -------------------------------------------------------------------------------
 def validate_export(data: Any) -> ExportData:
     """Check a whole export; return the normalised copy to import, or raise ExportError.
 
-    The copy is a new top-level mapping (and a new `debate` row when it was running); every
-    other value is the caller's own, unchanged."""
-    from .store import CHILD_TABLES, EXPORT_FORMAT, EXPORT_VERSION  # late: the store imports this module
-
+    The whole document's depth and size are checked first (`check_document`), before anything
+    walks it recursively. The copy is a new top-level mapping (and a new `debate` row when it was
+    running); every other value is the caller's own, unchanged."""
+    check_document(data)
     if not isinstance(data, dict):
         raise _expected("export", "a JSON object (a MAD Lab debate export)", data)
     if data.get("format") != EXPORT_FORMAT:
@@ -361,8 +444,6 @@ def _check_references(data: ExportData, turn_ids: dict[str, int]) -> None:
 
 def _check_config(config: Any) -> None:
     """The settings DebateConfig would accept (secrets are dropped on import), models not looked up."""
-    from .store import scrub_secrets
-
     if not isinstance(config, dict):
         raise _expected("config", "a mapping of settings", config)
     _check_json("config", config)

@@ -11,7 +11,9 @@ What it is for:
     with the debate's answer type (mad_core/tasks/answer_types.py: "B" and "(B) Paris" are one
     choice, "0.5" and "1/2" one number), never a plain string compare;
   * `handout_markdown(store, debate_id)` and `handout_html(store, debate_id)`: the question, the
-    decision, the votes, the transcript round by round (moderator messages in place; under each
+    decision, the class's prediction polls (each poll's round when known, question, answers with
+    their counts, which answer was right and who predicted it: `polls.debate_results`; no section
+    when the debate had none), the votes, the transcript round by round (moderator messages in place; under each
     turn its answer as the metrics read it, short, never the reply again), the annotations under
     their turns, and the charts as images, each with a caption saying how to
     read it on paper (`PRINT_CAPTIONS`: not its title again, nothing about hovering).
@@ -42,11 +44,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from . import figures
+from . import figures, polls
 from .answers import decided_answer
-from .metrics.report import AnswerReader
+from .shorten import cut_words  # handout.cut_words: the poll's and the stage's callers use it here too
 from .store import TAG_COLOURS, Store, describe_ballot, format_time, md_safe
-from .tasks.answer_types import DebateAnswerType, is_correct, read_answer
+from .tasks.answer_types import DebateAnswerType, is_correct, read_answer, shown_answer
 from .view import DISCUSSION_KINDS, DebateView
 
 IMAGE_WIDTH_PX = 760  # a wide chart: an A4 page's text width
@@ -79,13 +81,15 @@ def decision_texts(view: DebateView) -> tuple[str, str]:
     """(the decided answer, short; the full text it was decided from).
 
     The answer is the decision's extracted final answer (a convergence winner's whole draft
-    reads as its `Final answer:` line). The full text is the winning agent's last discussion
-    reply of the deciding round or before, the judge's reply when the judge stated the
-    answer, else the decision's own answer."""
+    reads as its `Final answer:` line) as every display shows it (`answer_types.shown_answer`:
+    read with the debate's answer type, "no readable answer" when it holds none). The full text
+    is the winning agent's last discussion reply of the deciding round or before, the judge's
+    reply when the judge stated the answer, else the decision's own answer."""
     decision = view.decision
     if decision is None:
         return "", ""
     answer = decided_answer(decision.answer, decision.details)
+    answer = shown_answer(answer, view.config) if answer.strip() else ""  # the decision card, as every display
     full = ""
     if decision.winner_agent == "judge":
         full = str(decision.details.get("judgment") or "")
@@ -119,19 +123,6 @@ TURN_ANSWER_CHARS = 90  # a turn's "Answer:" line under its reply: the answer as
 ANSWERING_KINDS = (*DISCUSSION_KINDS, "extraction")  # the turns that state an answer
 
 
-def cut_words(text: Any, limit: int) -> str:
-    """`text` with its whitespace folded, at most `limit` characters: a longer one is cut at the
-    last word boundary that fits and ends with … ("…but also" read as if the answer ended there);
-    a word longer than half the room (a 160-digit number) is cut inside."""
-    text = " ".join(str(text if text is not None else "").split())
-    if len(text) <= limit:
-        return text
-    room = text[:limit - 1]  # the … takes the last character
-    space = len(room) if text[limit - 1] == " " else room.rfind(" ")  # room ends a word / the last whole word
-    kept = room[:space] if space >= limit // 2 else room
-    return kept.rstrip(" ,;:.-–—") + "…"
-
-
 def headline_answer(answer: str) -> str:
     """The decided answer as a headline (decision card, handout, poll): whitespace folded, at most
     ANSWER_CHARS characters, cut at a word with … (a 160-digit number made a three-line heading)."""
@@ -147,7 +138,7 @@ def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
         return None, "no decision to compare" if view.decision is None else "no reference answer"
     answer_type = DebateAnswerType.of(config)
     kind, keywords = answer_type.kind, answer_type.keywords
-    answer, _ = decision_texts(view)
+    answer = decided_answer(view.decision.answer, view.decision.details)  # the text, not its display
     if not read_answer(kind, reference, **keywords).valid:
         return None, f"the reference cannot be read as a {kind} answer"
     texts = [text for text in (view.decision.answer, answer) if text]
@@ -176,8 +167,6 @@ def _notes(store: Store, debate_id: str) -> dict[str, list[dict[str, str]]]:
 def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: dict[str, Any]) -> list[dict]:
     """Per round, in order: its title, its items (turns and moderator messages), its votes and tally."""
     tallies = {item["round"]: item for item in figures.vote_rounds(view, report)}
-    answer_type = DebateAnswerType.of(view.config or {})
-    reader = AnswerReader(answer_type.kind, answer_type.options, None)  # displays only: no reference, no clusters
     rounds: list[dict[str, Any]] = []
     by_number: dict[int, dict[str, Any]] = {}
 
@@ -203,7 +192,7 @@ def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: di
         round_of(turn.round)["items"].append({
             "type": "turn", "agent": turn.agent, "kind": turn.kind, "model": turn.model, "status": turn.status,
             "text": turn.text, "error": turn.error or "", "notes": notes.get(turn.id, []),
-            "answer": _turn_answer(reader, turn)})
+            "answer": _turn_answer(view.config, turn)})
     for rnd in sorted({v.round for v in view.votes} | {a.round for a in view.attempts}):
         entry = round_of(rnd)
         entry["votes"] = [(v.agent, describe_ballot(v.ballot) if v.valid else f"invalid ({v.reason or 'unreadable'})")
@@ -215,14 +204,13 @@ def _rounds(view: DebateView, notes: dict[str, list[dict[str, str]]], report: di
     return rounds
 
 
-def _turn_answer(reader: AnswerReader, turn: Any) -> str:
-    """A turn's answer as the metrics read it (the debate's answer type; an extraction's parsed
-    answer), cut to TURN_ANSWER_CHARS; figures.NO_READABLE when its reply holds none; "" for a
-    turn that states no answer (a vote, a failed call)."""
+def _turn_answer(config: dict | None, turn: Any) -> str:
+    """A turn's answer as every display shows it (`answer_types.shown_answer`: the debate's answer
+    type; an extraction's parsed answer), cut to TURN_ANSWER_CHARS; NO_READABLE when its reply
+    holds none; "" for a turn that states no answer (a vote, a failed call)."""
     if turn.kind not in ANSWERING_KINDS or turn.status != "ok":
         return ""
-    _, display, _ = reader.read(turn.text)
-    return cut_words(display, TURN_ANSWER_CHARS) if display else figures.NO_READABLE
+    return cut_words(shown_answer(turn.text, config, turn.answer), TURN_ANSWER_CHARS)
 
 
 def _content(store: Store, debate_id: str, embed: Any, image_format: str | None) -> dict[str, Any]:
@@ -252,7 +240,31 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
         "images": [(title, PRINT_CAPTIONS.get(key, ""), data) for (key, title, _), data in zip(charts, images) if data],
         "image_problem": problem,
         "tags": Counter(n["tag"] for turn_notes in notes.values() for n in turn_notes),
+        "polls": [_poll_entry(i, result) for i, result in enumerate(polls.debate_results(store, debate_id), 1)],
     }
+
+
+POLL_STATUS = {"open": "still open", "closed": "closed, not revealed in class",
+               "decided": "closed when the debate decided, not revealed in class", "revealed": "revealed in class"}
+
+
+def _poll_entry(number: int, result: dict[str, Any]) -> dict[str, Any]:
+    """One prediction poll as the handout shows it (its texts unescaped: each format escapes them)."""
+    poll, right = result["poll"], result["right_options"]
+    decision = result["decision"]
+    title = f"Poll {number}" + (f" · round {poll['round']}" if poll.get("round") is not None else "")
+    if decision is None:
+        decided = "No decision was reached."
+    else:
+        named = any(polls.matches(option, decision) for option in poll["options"])
+        decided = (f"The debate decided: {headline_answer(decision)}"
+                   + ("" if named else " (none of the listed answers)"))
+    marked = " (the teacher's choice)" if poll.get("marked_right") in right else ""
+    return {"title": title, "question": poll["question"], "status": POLL_STATUS.get(poll["status"], poll["status"]),
+            "rows": [(option, count, f"right{marked}" if option in right else "")
+                     for option, count in result["counts"].items()],
+            "decided": decided, "right": f"Predicted right: {len(result['right'])} of {result['total']}",
+            "names": ", ".join(result["right"])}
 
 
 # ----- charts as images ----------------------------------------------------------------------------
@@ -345,6 +357,10 @@ def handout_markdown(store: Store, debate_id: str, *, embed: Any = None, images:
     lines += [f"- **{_md_line(label)}:** {_md_line(model)}" + (f" — {_md_line(persona)}" if persona else "")
               for label, model, persona in c["agents"]]
     lines += ["", "## Decision", ""] + _md_decision(c)
+    if c["polls"]:
+        lines += ["", "## Class polls"]
+        for entry in c["polls"]:
+            lines += [""] + _md_poll(entry)
     votes = [r for r in c["rounds"] if r.get("votes") or r.get("tally")]
     if votes:
         lines += ["", "## Votes"]
@@ -381,6 +397,15 @@ def _md_decision(c: dict[str, Any]) -> list[str]:
         lines += ["", f"**Reference answer:** {_md_line(c['reference'])} — {_md_line(c['agreement'][1])}"]
     lines += [f"- {_md_line(ch.agent)} {_STANCES[ch.agrees]} the answer"
               + (f" and proposes {_md_line(ch.new_answer)}" if ch.new_answer else "") for ch in c["challenges"]]
+    return lines
+
+
+def _md_poll(entry: dict[str, Any]) -> list[str]:
+    lines = [f"### {_md_line(entry['title'])}: {_md_line(entry['question'])}", "", f"*{entry['status']}*", ""]
+    lines += [f"- {_md_line(option)}: {count}" + (f" — ✅ {mark}" if mark else "")
+              for option, count, mark in entry["rows"]]
+    lines += ["", _md_line(entry["decided"]), "",
+              f"**{entry['right']}**" + (f": {_md_line(entry['names'])}" if entry["names"] else "")]
     return lines
 
 
@@ -471,6 +496,8 @@ def handout_html(store: Store, debate_id: str, *, embed: Any = None, images: boo
                            + (f"<td>{_e(persona)}</td>" if personas else "") + "</tr>"
                            for label, model, persona in c["agents"]) + "</table></header>")
     parts += ['<section class="decision"><h2>Decision</h2>'] + _html_decision(c) + ["</section>"]
+    if c["polls"]:
+        parts += ['<section class="polls"><h2>Class polls</h2>'] + [_html_poll(e) for e in c["polls"]] + ["</section>"]
     votes = [r for r in c["rounds"] if r.get("votes") or r.get("tally")]
     if votes:
         parts.append('<section class="votes"><h2>Votes</h2>')
@@ -524,6 +551,16 @@ def _html_decision(c: dict[str, Any]) -> list[str]:
         extra = f" and proposes {_e(ch.new_answer)}" if ch.new_answer else ""
         out.append(f'<p class="meta">{_e(ch.agent)} {_STANCES[ch.agrees]} the answer{extra}</p>')
     return out
+
+
+def _html_poll(entry: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td>{_e(option)}</td><td>{count}</td><td>{'✅ ' + _e(mark) if mark else ''}</td></tr>"
+                   for option, count, mark in entry["rows"])
+    names = f": {_e(entry['names'])}" if entry["names"] else ""
+    return (f'<div class="poll"><h3>{_e(entry["title"])}: {_e(entry["question"])}</h3>'
+            f'<p class="meta">{_e(entry["status"])}</p>'
+            f"<table><tr><th>answer</th><th>predictions</th><th>right</th></tr>{rows}</table>"
+            f"<p>{_e(entry['decided'])}</p><p><b>{_e(entry['right'])}</b>{names}</p></div>")
 
 
 def _html_votes(r: dict[str, Any]) -> list[str]:

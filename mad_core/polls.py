@@ -1,15 +1,27 @@
 """Prediction polls: before a debate's decision is shown, a class predicts which answer will win.
 
 A teacher opens a poll on a debate (`open_poll`; the options are the agents' current answers
-read with the debate's answer type, see `agent_options`, or free text), students on their own
-devices, or the teacher on their behalf, record one prediction each (`predict`: one per voter name
-or device token; a second one replaces the first while the poll is open), the teacher closes the
-poll (`close`) and reveals it (`reveal`). Predictions close by themselves when the debate decides:
-a poll is "decided" (closed because the debate decided) as soon as the store holds a final decision
-made after the poll was opened (a live debate), or once the presenter showed the decision of a
-replayed debate (`close_on_decision`); a prediction sent after that is refused, whatever page
-sends it. `results` gives the number of predictions at any time, but the counts per option and
-who predicted right only once the poll is revealed: before that they are not returned at all.
+read with the debate's answer type, see `agent_options`, or free text, and "Something else" when
+asked), students on their own devices, or the teacher on their behalf, record one prediction each
+(`predict`), the teacher closes the poll (`close`) and reveals it (`reveal`). Predictions close by
+themselves when the debate decides: a poll is "decided" (closed because the debate decided) as soon
+as the store holds a final decision made after the poll was opened (a live debate), or once the
+presenter showed the decision of a replayed debate (`close_on_decision`); a prediction sent after
+that is refused, whatever page sends it. `results` gives the number of predictions at any time, but
+the counts per option and who predicted right only once the poll is revealed: before that they are
+not returned at all (`debate_results`, for the handout made after class, has them all).
+
+Who a voter is: a DEVICE, not a name. A student's page sends its device token (`valid_device`), and
+a device that predicts again changes its own prediction; the name typed beside it is only a label
+(`clean_name`: NFKC, invisible and control characters removed, refused when nothing visible is
+left or when it is not valid text), so two devices never overwrite each other, whatever names
+they type (the results tell equal names apart: "Ada", "Ada (2)"). Only a prediction the teacher
+records on a student's behalf (no device) is known by its name.
+
+Who predicted right (`right_options`): the listed options that name the decided answer (same
+normalized answer); when none does, "Something else" (`SOMETHING_ELSE`) is right; the teacher may
+mark another option right (`mark_right`), but never "Something else" when the decision is one of
+the listed answers.
 
 What it must not do: import streamlit, call a model, or write anything when the input is invalid:
 every check runs before the write and the error (`PollError`) names the field. Writes go through
@@ -19,13 +31,15 @@ or processes at once are neither lost nor doubled.
 from __future__ import annotations
 
 import json
+import re
 import time
+import unicodedata
 import uuid
 from typing import Any, Iterable
 
 from .answers import decided_answer, normalize_answer
-from .handout import cut_words
 from .metrics.report import AnswerReader
+from .shorten import cut_words
 from .tasks.answer_types import DebateAnswerType
 
 STATUSES = ("open", "closed", "decided", "revealed")  # decided: closed because the debate decided
@@ -35,24 +49,69 @@ MAX_OPTIONS = 12
 MAX_OPTION_CHARS = 200
 MAX_QUESTION_CHARS = 300
 MAX_VOTER_CHARS = 80
+SOMETHING_ELSE = "Something else"  # the option for a decision none of the listed answers names
+DEVICE = re.compile(r"[A-Za-z0-9_-]{16,64}")  # a student's device token (madlab_ui.poll keeps it in the URL)
+NAME_DEVICE = "name:"  # the identity of a voter without a device (recorded by the teacher): "name:<name>"
+# Removed from names: control (Cc), format (Cf: zero-width space and joiners, bidi marks, soft hyphen)
+# and private-use (Co) characters; tabs, line and paragraph separators read as spaces.
+_INVISIBLE = frozenset(("Cc", "Cf", "Co"))
+_SURROGATE = re.compile("[\ud800-\udfff]")
 AGENT_OPTION_CHARS = 60  # a free-text answer as a poll option: a phone shows it on one or two lines
 
 
 class PollError(ValueError):
-    """Refused input or action; `field` names what was wrong (nothing was written)."""
+    """Refused input or action; `field` names what was wrong (nothing was written), `message` why."""
 
     def __init__(self, field: str, message: str):
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.message = message
 
 
 def _text(value: Any, field: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise PollError(field, "must not be empty")
+    _check_unicode(value, field)
     text = " ".join(value.split())
     if len(text) > limit:
         raise PollError(field, f"at most {limit} characters (got {len(text)})")
     return text
+
+
+def _check_unicode(value: str, field: str) -> None:
+    """PollError(field) when `value` holds a lone surrogate: no UTF-8 text (nor SQLite) can hold it."""
+    broken = _SURROGATE.search(value)
+    if broken:
+        raise PollError(field, f"is not valid text (a broken character at position {broken.start() + 1}): "
+                               "type it again")
+
+
+def clean_name(value: Any, field: str = "voter") -> str:
+    """A voter's name as shown: NFKC-normalised (a full-width "Ａｄａ" is "Ada"), invisible, control
+    and private-use characters removed, whitespace folded; PollError(field) when it is not text,
+    holds a broken character (a lone surrogate), has nothing visible left, or is too long."""
+    if not isinstance(value, str):
+        raise PollError(field, "must be text")
+    _check_unicode(value, field)
+    name = unicodedata.normalize("NFKC", value)
+    name = "".join(" " if char.isspace() else char for char in name
+                   if char.isspace() or unicodedata.category(char) not in _INVISIBLE)
+    name = " ".join(name.split())
+    if not name:
+        raise PollError(field, "has no visible characters" if value.strip() else "must not be empty")
+    if len(name) > MAX_VOTER_CHARS:
+        raise PollError(field, f"at most {MAX_VOTER_CHARS} characters (got {len(name)})")
+    return name
+
+
+def valid_device(token: Any) -> bool:
+    """Is `token` a device token a student's page may send (letters, digits, _ and -; 16 to 64)?"""
+    return isinstance(token, str) and DEVICE.fullmatch(token) is not None
+
+
+def is_something_else(option: Any) -> bool:
+    """Is `option` the poll's "Something else" (compared ignoring case, spaces and end punctuation)?"""
+    return isinstance(option, str) and " ".join(option.casefold().split()).strip(" .!?…") == "something else"
 
 
 def clean_options(options: Iterable[Any]) -> list[str]:
@@ -130,23 +189,35 @@ def polls_of(store, debate_id: str) -> list[dict[str, Any]]:
     return [_decoded(store, row) for row in rows]
 
 
-def open_poll(store, debate_id: str, options: Iterable[Any], question: str = DEFAULT_QUESTION) -> str:
-    """Open a poll on a stored debate; returns its id (short: it goes into a URL students type)."""
+def open_poll(store, debate_id: str, options: Iterable[Any], question: str = DEFAULT_QUESTION, *,
+              something_else: bool = False, round: int | None = None) -> str:
+    """Open a poll on a stored debate; returns its id (short: it goes into a URL students type).
+
+    `something_else`: "Something else" is offered after the listed options (unless one of them is
+    it already); `round`: the debate round on the screen when it was opened (the handout says so)."""
     if not isinstance(debate_id, str) or store.get_debate(debate_id) is None:
         raise PollError("debate_id", f"no debate {debate_id!r}")
     question = _text(question, "question", MAX_QUESTION_CHARS)
     options = clean_options(options)
+    if something_else and not any(is_something_else(option) for option in options):
+        options.append(SOMETHING_ELSE)
+    if round is not None and (isinstance(round, bool) or not isinstance(round, int) or round < 0):
+        raise PollError("round", f"expected a round number, got {round!r}")
     poll_id = uuid.uuid4().hex[:10]
     with store._write():
         store.db["polls"].insert({"id": poll_id, "debate_id": debate_id, "question": question,
                                   "options": json.dumps(options, ensure_ascii=False), "status": "open",
-                                  "created_at": time.time()})
+                                  "created_at": time.time(), "round": round})
     return poll_id
 
 
-def predict(store, poll_id: str, voter: str, option: str) -> None:
-    """Record `voter`'s prediction; a voter who predicted before changes their prediction."""
-    voter = _text(voter, "voter", MAX_VOTER_CHARS)
+def predict(store, poll_id: str, voter: str, option: str, *, device: str | None = None) -> None:
+    """Record a prediction: `device`'s (a student's page; `voter` is only its name, `clean_name`),
+    or, without a device, the voter named `voter`'s (the teacher recording on a student's behalf).
+    A device (or a named voter) that predicted before changes its prediction and its name."""
+    voter = clean_name(voter)
+    if device is not None and not valid_device(device):
+        raise PollError("device", "not a device token of this poll page: reload the page")
     if not isinstance(option, str):
         raise PollError("option", "must be one of the poll's answers")
     with store._write():  # the status is read in the same transaction as the write: a close wins cleanly
@@ -158,16 +229,48 @@ def predict(store, poll_id: str, voter: str, option: str) -> None:
         if poll["status"] != "open":
             raise PollError("poll_id", f"the poll is {poll['status']}: predictions are no longer taken")
         store.db.execute(
-            "INSERT INTO predictions (poll_id, voter, option, at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(poll_id, voter) DO UPDATE SET option = excluded.option, at = excluded.at",
-            [poll["id"], voter, option, time.time()])
+            "INSERT INTO predictions (poll_id, device, voter, option, at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(poll_id, device) DO UPDATE SET voter = excluded.voter, option = excluded.option, "
+            "at = excluded.at", [poll["id"], device or NAME_DEVICE + voter, voter, option, time.time()])
 
 
-def prediction_of(store, poll_id: str, voter: str) -> str | None:
-    """The option `voter` predicted in this poll, or None."""
-    rows = list(store.db.query("SELECT option FROM predictions WHERE poll_id = ? AND voter = ?",
-                               [poll_id, " ".join(str(voter or "").split())]))
-    return rows[0]["option"] if rows else None
+def _predictions(store, poll_id: str) -> list[dict[str, Any]]:
+    """The poll's predictions in the order their devices first predicted, each with its `label`: its
+    name, or "name (2)", "name (3)" for later devices that gave the same name (compared ignoring case)."""
+    rows = [dict(row) for row in store.db.query(
+        "SELECT device, voter, option, at FROM predictions WHERE poll_id = ? ORDER BY rowid", [poll_id])]
+    seen: dict[str, int] = {}
+    for row in rows:
+        name = str(row["voter"] or "?")
+        key = name.casefold()
+        seen[key] = seen.get(key, 0) + 1
+        row["label"] = name if seen[key] == 1 else f"{name} ({seen[key]})"
+    return rows
+
+
+def prediction_of(store, poll_id: str, device: str) -> dict[str, str] | None:
+    """This device's prediction, {"voter": the name it is shown under, "option"}, or None."""
+    if not valid_device(device) or get_poll(store, poll_id) is None:
+        return None
+    for row in _predictions(store, poll_id.strip()):
+        if row["device"] == device:
+            return {"voter": row["label"], "option": row["option"]}
+    return None
+
+
+def mark_right(store, poll_id: str, option: str | None) -> None:
+    """The teacher counts `option` as the right prediction (None: as the debate decided). Refused
+    for "Something else" while the decision is one of the listed answers."""
+    with store._write():
+        poll = _poll_row(store, poll_id)
+        if option is not None and option not in poll["options"]:
+            raise PollError("option", f"{option!r} is not one of the poll's answers")
+        decision = decision_answer(store, poll["debate_id"])
+        listed = [o for o in poll["options"] if not is_something_else(o) and matches(o, decision)]
+        if is_something_else(option) and listed:
+            raise PollError("option", f"the debate decided {listed[0]!r}, one of the listed answers: "
+                                      f"{option!r} cannot be right")
+        store.db.execute("UPDATE polls SET marked_right = ? WHERE id = ?", [option, poll["id"]])
 
 
 def _set_status(store, poll_id: str, status: str, allowed_from: tuple[str, ...],
@@ -209,23 +312,48 @@ def matches(option: str, answer: str | None) -> bool:
     return answer is not None and normalize_answer(option) == normalize_answer(answer)
 
 
-def results(store, poll_id: str) -> dict[str, Any]:
-    """{"poll", "total", "voters"} always; once revealed also "counts" (option -> n, in option
-    order), "decision" (None when the debate has none), "predictions" ([{voter, option, right}])
-    and "right" (the voters who predicted the decision). Hidden parts are None before the reveal."""
-    poll = _poll_row(store, poll_id)
-    rows = list(store.db.query("SELECT voter, option, at FROM predictions WHERE poll_id = ? ORDER BY at, voter",
-                               [poll["id"]]))
-    out: dict[str, Any] = {"poll": poll, "total": len(rows), "voters": sorted(r["voter"] for r in rows),
-                           "counts": None, "decision": None, "predictions": None, "right": None}
-    if poll["status"] != "revealed":
-        return out
+def right_options(options: list[str], decision: str | None, marked: str | None = None) -> list[str]:
+    """The options counted as the right prediction: those that name the decided answer; when none
+    does (and there is a decision), "Something else"; the teacher's `marked` option instead, but
+    never "Something else" while a listed option names the decision."""
+    named = [o for o in options if not is_something_else(o) and matches(o, decision)]
+    if marked in options and not (named and is_something_else(marked)):
+        return [marked]
+    if named or decision is None:
+        return named
+    return [o for o in options if is_something_else(o)]
+
+
+def _tally(store, poll: dict[str, Any]) -> dict[str, Any]:
+    """Everything `results` gives once revealed, whatever the poll's status."""
+    rows = _predictions(store, poll["id"])
     decision = decision_answer(store, poll["debate_id"])
+    right = right_options(poll["options"], decision, poll.get("marked_right"))
     counts = {option: 0 for option in poll["options"]}
     for row in rows:
         counts[row["option"]] = counts.get(row["option"], 0) + 1
-    predictions = [{"voter": r["voter"], "option": r["option"], "right": matches(r["option"], decision)}
-                   for r in rows]
-    out.update(counts=counts, decision=decision, predictions=predictions,
-               right=sorted(p["voter"] for p in predictions if p["right"]))
+    predictions = [{"voter": r["label"], "option": r["option"], "right": r["option"] in right} for r in rows]
+    return {"poll": poll, "total": len(rows), "voters": sorted(r["label"] for r in rows), "counts": counts,
+            "decision": decision, "predictions": predictions, "right_options": right,
+            "right": sorted(p["voter"] for p in predictions if p["right"])}
+
+
+HIDDEN = ("counts", "decision", "predictions", "right_options", "right")  # None until the reveal
+
+
+def results(store, poll_id: str) -> dict[str, Any]:
+    """{"poll", "total", "voters"} always (voters: their names, equal names told apart); once revealed
+    also "counts" (option -> n, in option order), "decision" (None when the debate has none),
+    "predictions" ([{voter, option, right}]), "right_options" (`right_options`) and "right" (the
+    voters who predicted right). Hidden parts are None before the reveal."""
+    poll = _poll_row(store, poll_id)
+    out = _tally(store, poll)
+    if poll["status"] != "revealed":
+        out.update(dict.fromkeys(HIDDEN))
     return out
+
+
+def debate_results(store, debate_id: str) -> list[dict[str, Any]]:
+    """Every poll of a debate, oldest first, with all its results whatever its status (the handout,
+    read after class: it holds the decision anyway)."""
+    return [_tally(store, poll) for poll in reversed(polls_of(store, debate_id))]

@@ -73,9 +73,10 @@ from .events import (
     TurnFinished,
     VoteCast,
 )
+# The export's shape and checks (CHILD_TABLES, EXPORT_FORMAT, ... are the store's names too).
+from .export_schema import (CHILD_TABLES, EXPORT_FORMAT, EXPORT_VERSION, read_export_text, scrub_secrets,
+                            validate_export)
 
-EXPORT_FORMAT = "madlab-debate"
-EXPORT_VERSION = 1
 # A 'running' debate on another host that has written nothing for this long (and keeps no
 # heartbeat: rows written before heartbeats existed) is interrupted.
 STALE_AFTER_S = 600.0
@@ -104,8 +105,6 @@ BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
     "decisions": ("reached", "final", "forced"),
     "challenges": ("agrees",),
 }
-# Tables that hang off a debate (besides turns), in export order.
-CHILD_TABLES = ("agents", "votes", "decisions", "challenges", "steering", "errors", "annotations", "rounds")
 # Tables a resume may add rows to (undone when the resume fails before any progress).
 RUN_TABLES = ("turns", "votes", "decisions", "challenges", "steering", "errors", "rounds")
 
@@ -150,7 +149,6 @@ RESUMABLE_STATUSES = ("interrupted", "stopped", "failed")
 # What a resumed debate recomputes from its stored turns.
 DERIVED_TABLES = ("votes", "decisions", "challenges", "rounds")
 # Config keys that may hold a secret: api_key, openai_api_key, apikey, token, hf_token, secret...
-_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.IGNORECASE)
 
 
 def madlab_home() -> Path:
@@ -286,6 +284,22 @@ def m006_codebook(db: Database) -> None:
     db["steering"].enable_fts(["message"], create_triggers=True)
 
 
+@MIGRATIONS()
+def m007_poll_devices(db: Database) -> None:
+    """Poll voters are devices (mad_core/polls.py): one prediction per poll and `device` (a token the
+    student's page keeps; a name is only its label in `voter`), so two students who type one name
+    never overwrite each other. Older rows keep their name as their identity (device "name:<voter>").
+    Polls gain the debate round they were opened in and the option the teacher marked right."""
+    db.execute("CREATE TABLE predictions_m007 (poll_id TEXT NOT NULL, device TEXT NOT NULL, voter TEXT, "
+               "option TEXT NOT NULL, at FLOAT, PRIMARY KEY (poll_id, device))")
+    db.execute("INSERT INTO predictions_m007 (poll_id, device, voter, option, at) "
+               "SELECT poll_id, 'name:' || voter, voter, option, at FROM predictions")
+    db.execute("DROP TABLE predictions")
+    db.execute("ALTER TABLE predictions_m007 RENAME TO predictions")
+    db["polls"].add_column("round", int)
+    db["polls"].add_column("marked_right", str)
+
+
 # ----- helpers ------------------------------------------------------------------------------
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -300,15 +314,6 @@ def clean_text(text: str) -> str:
 def _clean_value(value: Any) -> Any:
     if isinstance(value, str):
         return clean_text(value)
-    return value
-
-
-def scrub_secrets(value: Any) -> Any:
-    """A copy of `value` without any mapping key named like an API key, token or secret."""
-    if isinstance(value, dict):
-        return {k: scrub_secrets(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
-    if isinstance(value, (list, tuple)):
-        return [scrub_secrets(v) for v in value]
     return value
 
 
@@ -500,7 +505,11 @@ def _snippet(text: str, query: str, width: int = 160) -> str:
 
 
 _SCRIPT_URL = re.compile(r"(?i)\b(javascript|vbscript)(\s*):")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A cell a spreadsheet would run: a formula character (= + - @) after any whitespace (space, tab,
+# newline, CR, no-break and other Unicode spaces) or invisible format characters (zero-width
+# space and joiners, word joiner, byte-order mark), or a cell starting with a tab or a CR.
+_FORMULA = re.compile(r"[\s\u200b-\u200f\u2060-\u2064\ufeff]*[=+\-@]")
+_CONTROL_START = ("\t", "\r")
 
 
 def md_safe(text: Any) -> Any:
@@ -515,9 +524,12 @@ def md_safe(text: Any) -> Any:
 
 
 def csv_safe(value: Any) -> Any:
-    """A CSV cell no spreadsheet runs as a formula: text starting with = + - @ tab or CR gets a
-    leading apostrophe (OWASP's advice). Non-strings are returned unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """A CSV cell no spreadsheet runs as a formula (the one rule of every CSV MAD Lab writes): text
+    starting with = + - @ tab or CR, or with = + - @ after any whitespace or invisible characters
+    (" =1+1", "\\n=1+1", a no-break space), gets a leading apostrophe (OWASP's advice). Text that
+    merely looks like a negative number ("-3") is text starting with "-" and gets one too; numbers
+    (int, float) are written as they are: -3 stays -3. Non-strings are returned unchanged."""
+    if isinstance(value, str) and (value.startswith(_CONTROL_START) or _FORMULA.match(value)):
         return "'" + value
     return value
 
@@ -1260,16 +1272,15 @@ class Store:
         return debate_report(self, debate_id, embed=embed)
 
     def import_debate(self, data: Any, *, new_id: bool = False) -> str:
-        """Re-create an exported debate; with `new_id` under a fresh id. Returns the id.
+        """Re-create an exported debate (what `json.load` read from an export, or its JSON text);
+        with `new_id` under a fresh id. Returns the id.
 
         The export is checked completely first (`export_schema.validate_export`: ExportError
-        naming the field, and nothing written); secrets are scrubbed from its configuration; the
-        imported debate belongs to nobody (never 'running')."""
-        from .export_schema import validate_export
-
-        if isinstance(data, dict) and isinstance(data.get("config"), dict):
-            data = {**data, "config": scrub_secrets(data["config"])}
-        data = validate_export(data)
+        naming the field, and nothing written), its depth and size before anything walks it
+        ("nested deeper than 64 levels", "larger than 200 MB"); then secrets are scrubbed from its
+        configuration; the imported debate belongs to nobody (never 'running')."""
+        data = validate_export(read_export_text(data) if isinstance(data, (str, bytes, bytearray)) else data)
+        data = {**data, "config": scrub_secrets(data["config"])}
         debate_id = uuid.uuid4().hex if new_id else data["debate"]["id"]
         with self._write():
             if self.get_debate(debate_id) is not None:

@@ -3,22 +3,27 @@ students open on their own devices (`/Poll?poll=<id>`).
 
 - Teacher (presenter sidebar): `poll_question`, `poll_options` (one answer per line; `poll_fill`
   puts the agents' current answers there, read with the debate's answer type: "yes", "no", not
-  their whole replies), `poll_open` (only before the decision is shown; once it is shown the poll
+  their whole replies), `poll_something_else` (offer "Something else" too: on by default),
+  `poll_open` (only before the decision is shown; once it is shown the poll
   takes no more predictions: `close_on_decision`),
   `poll_close`, `poll_reveal` (only once the decision is shown, so the results never spoil it),
-  and a prediction recorded on a student's behalf (`poll_proxy_voter`, `poll_proxy_option`,
-  `poll_proxy_send`).
+  a prediction recorded on a student's behalf (`poll_proxy_voter`, `poll_proxy_option`,
+  `poll_proxy_send`: known by the student's name), and after the reveal `poll_mark` (which answer
+  counts as right: as the debate decided, or the teacher's pick, e.g. "Something else").
 - Stage (`poll_stage`, a compact band in the presenter's screen): the question and how many
   predictions are in (`poll_count`: open / closed / closed because the debate decided) on one
   line, while open the link's QR code for phones (`poll_qr`, segno) beside the plain link in big
   type that never breaks inside (`poll_link`), and, only after the reveal, one short line per
   answer with its count (`poll_result_{i}`, the decision marked) and one line of who predicted
   right (`poll_right`), inside `poll_results`. It refreshes itself every POLL_REFRESH_S.
-- Student page: `poll_id_input` when the URL has no poll, `poll_debate_question`, `poll_voter` (name; empty = this
-  device's token), `poll_choice`, `poll_predict` (while open; once the debate decided the page says the poll
-  closed because of it, and a late send is refused by `mad_core.polls`), `poll_mine` (your prediction), `poll_results` (after the
-  reveal: `poll_decision`, what the debate decided, then the table where every answer's decision cell says
-  whether it is the decision, and a row for the decided answer when it is none of the poll's answers).
+- Student page: `poll_id_input` when the URL has no poll, `poll_debate_question`, `poll_voter` (name, only
+  a label; empty = "guest-…"), `poll_choice`, `poll_predict` (while open; once the debate decided the page says
+  the poll closed because of it, and a late send is refused by `mad_core.polls`), `poll_mine` (your prediction),
+  `poll_results` (after the reveal: `poll_decision`, what the debate decided, then the table where every
+  answer's decision cell says whether it is the decision or counts as right, and a row for the decided answer
+  when it is none of the poll's answers). The voter is this DEVICE (`device_token`: a random token kept in the
+  URL as `device=`, and in the session; a reload keeps it), so a device that predicts again changes its own
+  prediction and two students who type one name are two voters; a refused name says why ("Your name: ...").
 
 Counts are never drawn before the reveal: `mad_core.polls.results` does not even return them.
 What it must not do: write the store except through `mad_core.polls`, or render user or model
@@ -26,6 +31,7 @@ text as HTML (options, names and questions are markdown-escaped or plain text).
 """
 from __future__ import annotations
 
+import hashlib
 import io
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,7 +43,7 @@ from mad_core.polls import PollError
 from mad_core.view import DISCUSSION_KINDS, DebateView
 
 from . import network
-from .common import POLL_VOTER, md_escape, open_store, owner_id
+from .common import POLL_VOTER, md_escape, model_markdown, open_store, owner_id
 
 POLL_REFRESH_S = 2.0
 QR_PX = 120  # the QR code on the stage: a phone reads it across a classroom from a projector
@@ -45,6 +51,12 @@ STAGE_ROWS = 4  # answers listed on the stage after the reveal (the rest summed 
 STAGE_OPTION_CHARS = 32  # an answer on the stage's results (its whole text is on the students' page)
 POLL_PAGE = "Poll"  # the students' page's URL path (madlab_ui/navigation.py)
 NOTICE = "poll_notice"  # session key: (kind, message) shown once after a poll action
+DEVICE_PARAM = "device"  # URL parameter of the students' page: this device's token
+POLL_DEVICE = "poll_device"  # session key: this device's token
+AS_DECIDED = "as the debate decided"  # `poll_mark`'s first choice: no teacher's pick
+# How a refused field is named on screen (PollError.field -> the label of the widget it came from).
+STUDENT_FIELDS = {"voter": "Your name", "option": "Your prediction", "device": "This page"}
+TEACHER_FIELDS = {"voter": "Student's name", "option": "Answer", "options": "Answers", "question": "Question"}
 
 
 def current_poll(store, debate_id: str) -> dict | None:
@@ -75,15 +87,16 @@ def poll_link(poll_id: str) -> tuple[str, bool]:
 def _notice() -> None:
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        (st.error if notice[0] == "error" else st.success)(notice[1])
+        (st.error if notice[0] == "error" else st.success)(model_markdown(notice[1]))  # it may quote a name
 
 
-def _act(action, *args, done: str = "") -> None:
-    """Run a poll action from a callback; refusals become a notice naming the field."""
+def _act(action, *args, done: str = "", fields: dict[str, str] | None = None, **kwargs) -> None:
+    """Run a poll action from a callback; refusals become a notice naming the field (as `fields`
+    names it on screen: "Your name: has no visible characters")."""
     try:
-        action(open_store(), *args)
+        action(open_store(), *args, **kwargs)
     except PollError as exc:
-        st.session_state[NOTICE] = ("error", str(exc))
+        st.session_state[NOTICE] = ("error", f"{(fields or TEACHER_FIELDS).get(exc.field, exc.field)}: {exc.message}")
     else:
         if done:
             st.session_state[NOTICE] = ("ok", done)
@@ -114,9 +127,10 @@ def _fill(view: DebateView) -> None:
     st.session_state["poll_options"] = "\n".join(current_answers(view))
 
 
-def _open(debate_id: str) -> None:
+def _open(debate_id: str, rnd: int | None) -> None:
     lines = (st.session_state.get("poll_options") or "").splitlines()
-    _act(polls.open_poll, debate_id, lines, st.session_state.get("poll_question") or "", done="Poll opened.")
+    _act(polls.open_poll, debate_id, lines, st.session_state.get("poll_question") or "", done="Poll opened.",
+         something_else=bool(st.session_state.get("poll_something_else", True)), round=rnd)
 
 
 def _proxy(poll_id: str) -> None:
@@ -126,6 +140,21 @@ def _proxy(poll_id: str) -> None:
         st.session_state["poll_proxy_voter"] = ""
 
 
+def _mark(poll_id: str) -> None:
+    picked = st.session_state.get("poll_mark")
+    _act(polls.mark_right, poll_id, None if picked in (None, AS_DECIDED) else picked, done="Right answer set.")
+
+
+def render_mark(poll: dict) -> None:
+    """After the reveal: which answer counts as right (`polls.mark_right`)."""
+    choices = [AS_DECIDED, *poll["options"]]
+    marked = poll.get("marked_right")
+    st.selectbox("Counted as right", choices, index=choices.index(marked) if marked in choices else 0,
+                 key="poll_mark", on_change=_mark, args=(poll["id"],),
+                 help="When no listed answer names the decision, “Something else” is right. Pick an answer "
+                      "to count it as right instead.")
+
+
 def render_teacher(debate_id: str, view: DebateView) -> None:
     """The teacher's poll controls (for the presenter's sidebar)."""
     store = open_store()
@@ -133,6 +162,8 @@ def render_teacher(debate_id: str, view: DebateView) -> None:
     decided = view.decision is not None
     st.subheader("Prediction poll")
     _notice()
+    if poll is not None and poll["status"] == "revealed":
+        render_mark(poll)
     if poll is not None and poll["status"] != "revealed":
         st.caption(f"Poll `{poll['id']}` is **{STATUS_WORDS[poll['status']]}**.")
         st.selectbox("Record for a student", poll["options"], key="poll_proxy_option")
@@ -155,11 +186,16 @@ def render_teacher(debate_id: str, view: DebateView) -> None:
     st.text_input("Question", value=polls.DEFAULT_QUESTION, key="poll_question")
     st.text_area("Answers to choose from (one per line)", key="poll_options", height=120)
     st.button("Use the agents' current answers", key="poll_fill", on_click=_fill, args=(view,), width="stretch")
-    st.button("Open poll", key="poll_open", type="primary", on_click=_open, args=(debate_id,), width="stretch")
+    st.checkbox(f"Offer “{polls.SOMETHING_ELSE}” too", value=True, key="poll_something_else",
+                help="Right when the debate decides on none of the listed answers.")
+    shown_round = max((turn.round for turn in view.turns), default=None)
+    st.button("Open poll", key="poll_open", type="primary", on_click=_open, args=(debate_id, shown_round),
+              width="stretch")
 
 
 # ----- results (stage and student page) ---------------------------------------------------------
 DECIDED_MARK = "✅ the decision"
+RIGHT_MARK = "✅ counts as right"  # "Something else" (or the teacher's pick) when it names no decision itself
 NOT_DECIDED_MARK = "✗ not the decision"
 STATUS_WORDS = {"open": "open", "closed": "closed", "decided": "closed: the debate decided", "revealed": "revealed"}
 
@@ -167,21 +203,42 @@ STATUS_WORDS = {"open": "open", "closed": "closed", "decided": "closed: the deba
 def decided_line(result: dict) -> str:
     """What the debate decided, in one markdown line (its answer cut to a headline), and whether
     it is one of the poll's answers."""
-    decision = result["decision"]
+    decision, right = result["decision"], right_options_of(result)
     if decision is None:
-        return "**No decision** was reached: nobody predicted right."
+        return ("**No decision** was reached: nobody predicted right." if not right else
+                f"**No decision** was reached: {md_escape(right[0])} counts as right.")
     matched = any(polls.matches(option, decision) for option in result["counts"])
-    return (f"**The debate decided:** {md_escape(handout.headline_answer(decision)) or '(an empty answer)'}"
-            + ("" if matched else " (none of the poll's answers)"))
+    line = f"**The debate decided:** {md_escape(handout.headline_answer(decision)) or '(an empty answer)'}"
+    if matched:
+        return line
+    return line + (f" (none of the listed answers: {md_escape(right[0])} counts as right)" if right
+                   else " (none of the poll's answers)")
+
+
+def right_options_of(result: dict) -> list[str]:
+    """The options counted right in a revealed result (`polls.results`; computed by `polls.right_options`
+    from its counts and decision when the result does not say)."""
+    if result.get("right_options") is not None:
+        return result["right_options"]
+    return polls.right_options(list(result["counts"]), result["decision"])
+
+
+def _mark_of(result: dict, option: str) -> str:
+    """An answer's cell: the decision, right all the same ("Something else"), or neither."""
+    if option not in right_options_of(result):
+        return NOT_DECIDED_MARK
+    return DECIDED_MARK if polls.matches(option, result["decision"]) else RIGHT_MARK
 
 
 def stage_rows(result: dict) -> list[str]:
     """The revealed results on the stage, one short markdown line each: an answer's count (the
     decision marked ✅, the answer cut at a word), at most STAGE_ROWS answers (the decision and the
-    most predicted; the others summed up in one line), a line when no answer is the decision."""
-    decision = result["decision"]
-    rows = [(i, option, n, polls.matches(option, decision)) for i, option in enumerate(result["counts"])
-            for n in [result["counts"][option]]]
+    most predicted; the others summed up in one line), a line when no answer is the decision.
+    "Something else" has a line only when it was predicted or is right (the band stays short)."""
+    decision, right_options = result["decision"], right_options_of(result)
+    rows = [(i, option, n, option in right_options) for i, option in enumerate(result["counts"])
+            for n in [result["counts"][option]]
+            if n or option in right_options or not polls.is_something_else(option)]
     if len(rows) > STAGE_ROWS:  # the decision first, then the most predicted; shown in the poll's order
         kept = sorted(rows, key=lambda row: (not row[3], -row[2], row[0]))[:STAGE_ROWS - 1]
         rest = [row for row in rows if row not in kept]
@@ -189,7 +246,8 @@ def stage_rows(result: dict) -> list[str]:
     else:
         rest = []
     lines = [f"{'✅' if right else '✗'} **{n}** · {md_escape(handout.cut_words(option, STAGE_OPTION_CHARS))}"
-             + (" · the decision" if right else "") for _, option, n, right in rows]
+             + ((" · the decision" if polls.matches(option, decision) else " · counts as right") if right else "")
+             for _, option, n, right in rows]
     if rest:
         lines.append(f"✗ **{sum(row[2] for row in rest)}** · {len(rest)} other answers")
     if not any(row[3] for row in rows):
@@ -213,8 +271,7 @@ def render_results(result: dict, compact: bool = False) -> None:
     if result["counts"] is None:
         return
     decision = result["decision"]
-    marks = {option: DECIDED_MARK if polls.matches(option, decision) else NOT_DECIDED_MARK
-             for option in result["counts"]}
+    marks = {option: _mark_of(result, option) for option in result["counts"]}
     with st.container(key="poll_results", border=not compact):
         if compact:
             for i, line in enumerate(stage_rows(result)):
@@ -225,10 +282,10 @@ def render_results(result: dict, compact: bool = False) -> None:
             return
         with st.container(key="poll_decision"):
             st.markdown(decided_line(result))
-        rows = [{"answer": option, "predictions": n, "decision": marks[option]}
+        rows = [{"answer": md_escape(option), "predictions": n, "decision": marks[option]}  # cells are Markdown
                 for option, n in result["counts"].items()]
         if decision is not None and DECIDED_MARK not in marks.values():  # the decided answer gets a row too
-            rows.append({"answer": handout.headline_answer(decision), "predictions": 0,
+            rows.append({"answer": md_escape(handout.headline_answer(decision)), "predictions": 0,
                          "decision": f"{DECIDED_MARK} (not a poll answer)"})
         st.table(rows)
         with st.container(key="poll_right"):
@@ -279,16 +336,41 @@ def qr_png(link: str) -> bytes:
 
 
 # ----- the students' page -----------------------------------------------------------------------
-def _predict(poll_id: str) -> None:
-    voter = (st.session_state.get("poll_voter") or "").strip() or guest_name()
-    _act(polls.predict, poll_id, voter, st.session_state.get("poll_choice"),
-         done="Prediction recorded: you may change it until the poll closes.")
-    st.session_state[POLL_VOTER] = voter
+def device_token() -> str:
+    """This device's token, the voter the students' page predicts as: the URL's `device=` (a reload or
+    the same link keeps it), else this session's, else one made from the session's own token (which the
+    URL keeps as `session=`); it is written back into the URL."""
+    token = st.query_params.get(DEVICE_PARAM)
+    if not polls.valid_device(token):
+        token = st.session_state.get(POLL_DEVICE)
+    if not polls.valid_device(token):  # a hash: the session's token itself (it owns debates) never leaves it
+        token = hashlib.sha256(f"madlab-poll-device:{owner_id()}".encode()).hexdigest()[:32]
+    st.session_state[POLL_DEVICE] = token
+    if st.query_params.get(DEVICE_PARAM) != token:
+        st.query_params[DEVICE_PARAM] = token
+    return token
 
 
-def guest_name() -> str:
-    """A voter name for a student who gives none: this device's session token."""
-    return f"guest-{owner_id()[:6]}"
+def guest_name(device: str) -> str:
+    """The name a student who gives none is shown under: "guest-" and the start of the device's token."""
+    return f"guest-{device[:6]}"
+
+
+def _predict(poll_id: str, device: str) -> None:
+    typed = st.session_state.get("poll_voter") or ""
+    _act(polls.predict, poll_id, typed if typed.strip() else guest_name(device), st.session_state.get("poll_choice"),
+         device=device, fields=STUDENT_FIELDS, done="Prediction recorded: you may change it until the poll closes.")
+    st.session_state[POLL_VOTER] = typed  # the name field is filled in again after a reload (session_memory)
+
+
+def _ask(poll: dict, device: str) -> None:
+    """The open poll's answers, the name field and the send button."""
+    st.radio("Which answer will win?", poll["options"], key="poll_choice", index=None,
+             format_func=md_escape)  # radio labels are Markdown: an option is shown as typed, never fetched
+    st.session_state.setdefault("poll_voter", st.session_state.get(POLL_VOTER) or "")
+    st.text_input("Your name (optional)", key="poll_voter", placeholder="leave empty to stay anonymous")
+    st.button("Send my prediction", key="poll_predict", type="primary", on_click=_predict, args=(poll["id"], device),
+              disabled=not st.session_state.get("poll_choice"))
 
 
 def render_student_page() -> None:
@@ -310,30 +392,26 @@ def render_student_page() -> None:
         if now is not None and now["status"] != poll["status"]:
             st.rerun(scope="app")
 
+    device = device_token()
     record = store.get_debate(poll["debate_id"]) or {}
     with st.container(key="poll_debate_question"):
         st.markdown(f"**The debate's question:** {md_escape(record.get('question', ''))}")
     st.header(md_escape(poll["question"]))
     _notice()
-    me = st.session_state.get(POLL_VOTER) or guest_name()  # a reload keeps both (session_memory)
-    mine = polls.results(store, poll["id"])
     if poll["status"] == "open":
-        st.radio("Which answer will win?", poll["options"], key="poll_choice", index=None)
-        st.text_input("Your name (optional)", key="poll_voter", placeholder="leave empty to stay anonymous")
-        st.button("Send my prediction", key="poll_predict", type="primary", on_click=_predict, args=(poll["id"],),
-                  disabled=not st.session_state.get("poll_choice"))
+        _ask(poll, device)
     elif poll["status"] == "closed":
         st.info("Predictions are closed. Wait for the reveal.")
     elif poll["status"] == "decided":
         st.info("The poll is closed: the debate has decided. Wait for the reveal.")
-    if me:
-        option = polls.prediction_of(store, poll["id"], me)
-        if option is not None:
-            with st.container(key="poll_mine"):
-                st.markdown(f"Your prediction ({md_escape(me)}): **{md_escape(option)}**")
+    mine = polls.prediction_of(store, poll["id"], device)  # this device's, whatever name it typed
+    if mine is not None:
+        with st.container(key="poll_mine"):
+            st.markdown(f"Your prediction ({md_escape(mine['voter'])}): **{md_escape(mine['option'])}**")
     if poll["status"] == "revealed":
-        render_results(mine)
-        if me and mine["predictions"] is not None:
-            right = me in (mine["right"] or [])
-            st.markdown("🎉 You predicted right!" if right else "Not this time: the debate decided otherwise.")
+        result = polls.results(store, poll["id"])
+        render_results(result)
+        if mine is not None:
+            st.markdown("🎉 You predicted right!" if mine["option"] in result["right_options"]
+                        else "Not this time: the debate decided otherwise.")
     watch_status()

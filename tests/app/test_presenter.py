@@ -144,7 +144,7 @@ def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_re
     at.text_area(key="poll_options").set_value("Paris\nLyon").run()
     at.button(key="poll_open").click().run()
     poll = polls.polls_of(Store(), debate_id)[0]
-    assert poll["options"] == ["Paris", "Lyon"] and poll["status"] == "open"
+    assert poll["options"] == ["Paris", "Lyon", "Something else"] and poll["status"] == "open"
     assert f"/Poll?poll={poll['id']}" in texts(at.get_by_key("poll_link"))
 
     at.selectbox(key="poll_proxy_option").set_value("Lyon")
@@ -170,7 +170,7 @@ def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_re
     at.button(key="poll_reveal").click().run()
     # On the projector: one short line per answer and one of who predicted right, beside the decision.
     assert [texts(at.get_by_key(f"poll_result_{i}")) for i in range(2)] == [
-        "✅ **1** · Paris · the decision", "✗ **1** · Lyon"]
+        "✅ **1** · Paris · the decision", "✗ **1** · Lyon"]  # "Something else": nobody chose it, not right
     assert texts(at.get_by_key("poll_right")) == "**Predicted right: 1 of 2** · Bo"
     assert "poll_result_2" not in keys(at)
     assert "decision_card" in {getattr(node, "key", None) for node in at.get_by_key("presenter_band")}
@@ -178,7 +178,8 @@ def test_poll_opened_predicted_from_two_places_hidden_until_the_decision_then_re
     assert "You predicted right" in texts(phone.main)
     assert [dict(r) for r in phone.get_by_key("poll_results").table[0].value.to_dict("records")] == [
         {"answer": "Paris", "predictions": 1, "decision": "✅ the decision"},
-        {"answer": "Lyon", "predictions": 1, "decision": "✗ not the decision"}]
+        {"answer": "Lyon", "predictions": 1, "decision": "✗ not the decision"},
+        {"answer": "Something else", "predictions": 0, "decision": "✗ not the decision"}]
 
 
 def test_student_page_without_a_poll_asks_for_the_code_and_names_an_unknown_one():
@@ -310,7 +311,7 @@ def test_the_agents_current_answers_fill_a_yes_no_poll_with_yes_and_no():
     # Must not happen: whole replies cut mid-sentence as options, or the unreadable one (Agent 3) offered.
     assert at.text_area(key="poll_options").value == "no\nyes"
     at.button(key="poll_open").click().run()
-    assert polls.polls_of(Store(), debate_id)[0]["options"] == ["no", "yes"]
+    assert polls.polls_of(Store(), debate_id)[0]["options"] == ["no", "yes", "Something else"]
 
 
 def test_the_poll_link_is_shown_whole_with_its_qr_code(monkeypatch):

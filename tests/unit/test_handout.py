@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from mad_core import figures, handout
+from mad_core import figures, handout, polls
 from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
 from mad_core.events import DecisionReached
@@ -191,3 +191,55 @@ def test_the_handout_draws_the_apps_figures_in_the_apps_colours(debate, monkeypa
     lines = dict(colour for fig in drawn[:4] for colour in colours(fig))
     assert None not in lines.values() and lines["disagreement"] == figures.SERIES["disagreement"][0] == "#ff2b2b"
     assert drawn[0].layout.template.layout.paper_bgcolor == "white"  # the handout's template: paper only
+
+
+# ----- the class's prediction polls -----------------------------------------------------------------
+def polled(store: Store, debate_id: str) -> None:
+    """Two polls: a revealed one (round 1, "Something else" offered) and one closed without a reveal."""
+    first = polls.open_poll(store, debate_id, ["B", "C", "<i>Nice</i>"], question="Which wins? <script>x</script>",
+                            something_else=True, round=1)
+    for device, name, option in (("a" * 32, "Ada", "B"), ("b" * 32, "<b>Bo</b>", "C"),
+                                 ("c" * 32, "Cy", polls.SOMETHING_ELSE), ("d" * 32, "Ada", "B")):
+        polls.predict(store, first, name, option, device=device)
+    polls.reveal(store, first)
+    second = polls.open_poll(store, debate_id, ["B", "C"])
+    polls.predict(store, second, "Bo", "C", device="b" * 32)
+    polls.close(store, second)
+
+
+def test_the_handout_holds_each_polls_results_escaped(debate):
+    store, debate_id = debate
+    polled(store, debate_id)
+    md = handout.handout_markdown(store, debate_id, embed=embed, images=False)
+    section = md[md.index("## Class polls"):md.index("## Votes")]  # after the decision, before the votes
+    assert section.split("\n\n")[1:] == [
+        "### Poll 1 · round 1: Which wins? &lt;script&gt;x&lt;/script&gt;", "*revealed in class*",
+        "- B: 2 — ✅ right\n- C: 1\n- &lt;i&gt;Nice&lt;/i&gt;: 0\n- Something else: 1",
+        "The debate decided: B", "**Predicted right: 2 of 4**: Ada, Ada (2)",
+        "### Poll 2: Which answer will the debate decide on?", "*closed, not revealed in class*",
+        "- B: 0 — ✅ right\n- C: 1", "The debate decided: B", "**Predicted right: 0 of 1**", ""]
+    page = handout.handout_html(store, debate_id, embed=embed, images=False)
+    polls_html = page[page.index('<section class="polls">'):page.index('<section class="votes">')]
+    assert "<h3>Poll 1 · round 1: Which wins? &lt;script&gt;x&lt;/script&gt;</h3>" in polls_html
+    assert "<tr><td>B</td><td>2</td><td>✅ right</td></tr>" in polls_html
+    assert "<tr><td>Something else</td><td>1</td><td></td></tr>" in polls_html
+    assert "<tr><td>&lt;i&gt;Nice&lt;/i&gt;</td><td>0</td><td></td></tr>" in polls_html
+    assert "<p><b>Predicted right: 2 of 4</b>: Ada, Ada (2)</p>" in polls_html
+    # Must not happen: a name, option or question as markup.
+    for raw in ("<script>x", "<b>Bo</b>", "<i>Nice</i>"):
+        assert raw not in page and raw not in md
+
+
+def test_something_else_right_in_the_handout_when_the_decision_is_none_of_the_listed(debate):
+    store, debate_id = debate
+    poll_id = polls.open_poll(store, debate_id, ["Lyon", "Nice"], something_else=True)
+    polls.predict(store, poll_id, "Ada", polls.SOMETHING_ELSE, device="a" * 32)
+    md = handout.handout_markdown(store, debate_id, embed=embed, images=False)
+    assert "- Something else: 1 — ✅ right" in md and "(none of the listed answers)" in md
+    assert "*still open*" in md and "**Predicted right: 1 of 1**: Ada" in md
+
+
+def test_a_debate_without_polls_has_no_poll_section(debate):
+    store, debate_id = debate
+    assert "Class polls" not in handout.handout_markdown(store, debate_id, embed=embed, images=False)
+    assert 'class="polls"' not in handout.handout_html(store, debate_id, embed=embed, images=False)

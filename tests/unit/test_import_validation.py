@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from mad_core.cli import main
 from mad_core.config import DebateConfig
 from mad_core.events import SteeringApplied, Turn
-from mad_core.export_schema import (CHILD_COLUMNS, DEBATE_COLUMNS, TURN_COLUMNS, ExportError, validate_export)
+from mad_core.export_schema import (CHILD_COLUMNS, DEBATE_COLUMNS, MAX_DOCUMENT_DEPTH, TURN_COLUMNS, ExportError,
+                                    validate_export)
 from mad_core.store import CHILD_TABLES, Store, default_db_path
 
 
@@ -383,3 +384,69 @@ def test_any_mutation_imports_cleanly_or_is_refused_naming_a_field(export, tmp_p
             assert stored["debate"]["status"] == expected["debate"]["status"] != "running"
             assert len(stored["turns"]) == len(expected.get("turns", []))
             store.delete_debate(debate_id)
+
+
+# ----- documents too deep or too large: refused before anything walks them ---------------------------
+def nested_text(export: dict, levels: int, key: str = "surprise") -> str:
+    """The export's JSON text with `levels` nested lists under config.<key>, written as text (a
+    nested object cannot even be made by json.dumps at 100,000 levels)."""
+    text = json.dumps({**export, "config": {**export["config"], key: 0}})
+    marker = f'"{key}": 0'
+    assert text.count(marker) == 1
+    return text.replace(marker, f'"{key}": ' + "[" * levels + "]" * levels)
+
+
+@pytest.mark.parametrize("levels", [500, 100_000])
+@pytest.mark.parametrize("key", ["surprise", "openai_api_key"])  # a secret's value was scrubbed recursively first
+def test_a_document_nested_too_deep_is_refused_before_any_recursive_work(export, tmp_path, levels, key):
+    text = nested_text(export, levels, key)
+    with Store(tmp_path / "deep.db") as store:
+        for document in (text, text.encode("utf-8")):
+            with pytest.raises(ExportError) as err:
+                store.import_debate(document)
+            assert (err.value.field, err.value.message) == ("export", f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
+        if levels == 500:  # parsed by json itself (it can at 500 levels): the object is refused the same way
+            with pytest.raises(ExportError, match="nested deeper than 64 levels"):
+                store.import_debate(json.loads(text))
+        # Must not happen: a row written, or a RecursionError.
+        assert store.db["debates"].count == 0 and store.db["turns"].count == 0
+
+
+def test_an_object_nested_100000_levels_or_holding_itself_is_refused_without_recursion(export, tmp_path):
+    deep: list = []
+    for _ in range(100_000):  # built in a loop: nothing recursive makes it
+        deep = [deep]
+    looped: dict = {}
+    looped["again"] = looped
+    with Store(tmp_path / "deep.db") as store:
+        for value in (deep, looped):
+            data = {**export, "config": {**export["config"], "api_key": value}}
+            with pytest.raises(ExportError, match="^export: nested deeper than 64 levels$"):
+                store.import_debate(data)
+            with pytest.raises(ExportError, match="nested deeper than"):
+                validate_export(data)
+        assert store.db["debates"].count == 0
+
+
+def test_a_document_larger_than_the_limit_is_refused_before_it_is_parsed(export, tmp_path, monkeypatch):
+    monkeypatch.setattr("mad_core.export_schema.MAX_DOCUMENT_BYTES", 1_000_000)
+    data = copy.deepcopy(export)
+    data["turns"][0]["content"] = "é" * 600_000  # 600,000 characters, 1.2 MB as UTF-8
+    with Store(tmp_path / "large.db") as store:
+        for document in (json.dumps(data, ensure_ascii=False), json.dumps(data).encode("utf-8"), data):
+            with pytest.raises(ExportError) as err:
+                store.import_debate(document)
+            assert (err.value.field, err.value.message) == ("export", "larger than 1 MB")
+        assert store.db["debates"].count == 0
+        # The positive control: the same export at a normal size imports, from its text too.
+        debate_id = store.import_debate(json.dumps(export))
+        assert store.get_debate(debate_id)["question"] == export["debate"]["question"]
+
+
+def test_export_text_that_is_not_json_or_not_utf8_is_an_export_error(tmp_path):
+    with Store(tmp_path / "bad.db") as store:
+        for text, words in (("{not json", "not JSON"), (b"\xff\xfe{}", "not UTF-8 text"),
+                            ('"a string with [[[ brackets" ]]]', "not JSON")):
+            with pytest.raises(ExportError, match=words):
+                store.import_debate(text)
+        assert store.db["debates"].count == 0

@@ -1,6 +1,7 @@
 """Prediction polls (mad_core/polls.py): validated input that writes nothing when refused, one
 prediction per voter (a second one replaces the first), counts hidden until the reveal, who
-predicted the decision, and predictions from many threads at once."""
+predicted the decision, and predictions from many threads at once. Voters identified by device,
+"Something else" and the migration: test_poll_identity.py."""
 from __future__ import annotations
 
 import threading
@@ -35,12 +36,14 @@ def counts(store: Store) -> tuple[int, int]:
             store.db.execute("SELECT COUNT(*) FROM predictions").fetchone()[0])
 
 
-def test_the_migration_creates_polls_and_predictions_with_one_prediction_per_voter(store):
-    assert "m005_polls" in store.applied_migrations()
-    assert store.applied_migrations().index("m005_polls") == store.applied_migrations().index("m004_experiments") + 1
-    assert set(store.db["polls"].columns_dict) == {"id", "debate_id", "question", "options", "status", "created_at"}
-    assert set(store.db["predictions"].columns_dict) == {"poll_id", "voter", "option", "at"}
-    assert store.db["predictions"].pks == ["poll_id", "voter"]
+def test_the_migrations_create_polls_and_predictions_with_one_prediction_per_device(store):
+    applied = store.applied_migrations()
+    assert applied.index("m005_polls") == applied.index("m004_experiments") + 1
+    assert applied.index("m007_poll_devices") == applied.index("m006_codebook") + 1
+    assert set(store.db["polls"].columns_dict) == {"id", "debate_id", "question", "options", "status", "created_at",
+                                                   "round", "marked_right"}
+    assert set(store.db["predictions"].columns_dict) == {"poll_id", "device", "voter", "option", "at"}
+    assert store.db["predictions"].pks == ["poll_id", "device"]
 
 
 def test_open_predict_change_close_reveal_and_results(store):

@@ -103,7 +103,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store = Store(path)
     assert store.applied_migrations()[:4] == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
                                                "m004_experiments"]
-    assert store.applied_migrations()[-1] == "m006_codebook"  # the latest (tests/unit/test_codebook.py)
+    assert store.applied_migrations()[-1] == "m007_poll_devices"  # the latest (tests/unit/test_poll_identity.py)
     store_migrations = store.applied_migrations()
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
