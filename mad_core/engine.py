@@ -44,17 +44,16 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from . import prompts, registry
-from .answers import extracted_answer, final_answer, json_reply, parse_agreement
-from .config import LOCAL_SAMPLING, ConfigError, DebateConfig, clip, short_repr
+from . import challenge, prompts, registry
+from .answers import decided_answer, extracted_answer, final_answer, json_reply, parse_agreement
+from .config import LOCAL_SAMPLING, ConfigError, DebateConfig, challenge_setting, clip, short_repr
 from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
 from .paradigms import Step, visible_authors
 from .personas import generate_personas, neutral
-from .protocols.ballots import Ballot, Verdict, parse_ballot, read_judge_verdict
-from .protocols.schemas import (ReplyFormat, agreement_format, ballot_format, choice_format, extraction_format,
-                                verdict_format)
+from .protocols.ballots import Ballot, parse_ballot
+from .protocols.schemas import ReplyFormat, agreement_format, ballot_format, choice_format, extraction_format
 from .store import HEARTBEATS, ClaimLost, DebateRecorder, ResumeClaim, clean_text, new_owner
 
 _DONE = object()
@@ -209,10 +208,10 @@ class EngineContext:
         self.cfg = engine.cfg
         self.labels = engine.agent_labels()
         self.judge_extracts = engine.paradigm.judge_extracts
+        self.sides = engine.paradigm.judge_sides(engine.cfg)
         self.solutions, self.latest_drafts = engine.solutions, engine.latest_drafts
         self.collect_ballots, self.extract_answer = engine.collect_ballots, engine.extract_answer
-        self.judge_break, self.judge_extract, self.judge_select = \
-            engine.judge_break, engine.judge_extract, engine.judge_select
+        self.judge_extract, self.judge_select = engine.judge_extract, engine.judge_select
 
     @property
     def round(self) -> int:
@@ -414,13 +413,14 @@ class DebateEngine:
             self._emit(DebateFinished("failed", None, reason=why))
             return
         self.answer = outcome.answer
-        self._emit(DecisionReached(self.round, self.cfg.protocol, outcome.answer, outcome.winner_agent,
+        decision = DecisionReached(self.round, self.cfg.protocol, outcome.answer, outcome.winner_agent,
                                    outcome.winner_index, outcome.scores, outcome.solutions, outcome.solution_agents,
-                                   forced=forced, fallback=outcome.fallback, details=outcome.details))
-        if self.cfg.challenge and not self.controller.stopped:
-            self._challenge(outcome.answer)
+                                   forced=forced, fallback=outcome.fallback, details=outcome.details)
+        self._emit(decision)
+        if challenge_setting(self.cfg.challenge) and not self.controller.stopped:
+            self._challenge(decision)
         self.status = "stopped" if self.controller.stopped else "finished"
-        self._emit(DebateFinished(self.status, outcome.answer))
+        self._emit(DebateFinished(self.status, self.answer))
 
     def _emit_attempt(self, outcome) -> None:
         self._emit(DecisionAttempted(self.round, self.cfg.protocol, outcome.reached, outcome.reason, outcome.scores,
@@ -723,12 +723,6 @@ class DebateEngine:
     def _judge_model(self) -> str:
         return self.cfg.judge_model or self.cfg.agents[0].model
 
-    def judge_break(self) -> tuple[Verdict, str]:
-        messages = prompts.judge_break_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))
-        turn = self.ask("judge", "judge", messages, self._judge_model(), verdict_format())
-        verdict = read_judge_verdict(turn.content) if turn.status == "ok" else Verdict(None, "", None, "")
-        return verdict, turn.content
-
     def judge_extract(self) -> tuple[str, str]:
         messages = prompts.judge_extract_prompt(self.cfg.question, self.cfg.task, self._transcript(), len(self.cfg.agents))
         turn = self.ask("judge", "judge", messages, self._judge_model())
@@ -779,22 +773,49 @@ class DebateEngine:
             self._emit(ErrorOccurred(f"Personas: the model could not suggest usable personas in {result.attempts} "
                                      f"requests ({result.reason}); {', '.join(fallback)} got a neutral persona."))
 
-    def _challenge(self, final: str) -> None:
-        """Seed 000 E.3: every agent accepts or challenges the final answer; recorded, not applied."""
-        cfg = self.cfg
-        labels = self.agent_labels()
-        turns = self.ask_many([(label, "challenge", prompts.challenge_prompt(self._plain_system(label), cfg.question,
-                                                                             cfg.task, final), None, agreement_format())
+    def _challenge(self, decision: DecisionReached) -> None:
+        """Seed 000 §5 and App. E.3 (the rules: mad_core/challenge.py): every agent accepts or challenges
+        the answer its setting puts to it; one that challenges gives its own. When the first agent's
+        challenge changes the answer, a DecisionReached with the new answer (its `details["challenge"]`
+        naming the original) follows the protocol's, and the debate ends with the new answer."""
+        cfg, labels = self.cfg, self.agent_labels()
+        setting = challenge_setting(cfg.challenge)
+        original = decided_answer(decision.answer, decision.details)
+        prepared = ""
+        preparation = challenge.preparation_prompt(setting, cfg.question, cfg.task)
+        if preparation is not None:
+            turn = self.ask(labels[0], "challenge", preparation)
+            prepared = turn.content.strip() if turn.status == "ok" else ""
+            if not prepared and not self.controller.stopped:
+                what = "wrong answer" if setting == "wrong" else "background information"
+                why = call_problem(turn, "challenge") if turn.status != "ok" else "the reply was empty"
+                self._emit(ErrorOccurred(f"Challenge step ({setting}): the {what} could not be written ({why}); "
+                                         "the agents were not asked."))
+            if not prepared:
+                return
+        put = challenge.challenged_answer(setting, original, prepared)
+
+        def messages(label: str, answering: bool) -> list[dict[str, str]]:
+            history = [self._render(t, label) for t in self._seen(label, self.round + 1)] if setting == "history" \
+                else None
+            build = prompts.challenge_answer_prompt if answering else prompts.challenge_prompt
+            return build(self._plain_system(label), cfg.question, cfg.task, put, history=history,
+                         information=prepared if setting == "information" else "")
+
+        turns = self.ask_many([(label, "challenge", messages(label, False), None, agreement_format())
                                for label in labels])
-        dissent = [t for t in turns if t.status == "ok" and parse_agreement(t.content) is False]
-        answers = {}
-        if dissent:
-            follow = self.ask_many([(t.agent, "challenge", prompts.challenge_answer_prompt(
-                self._plain_system(t.agent), cfg.question, cfg.task, final), None) for t in dissent])
-            answers = {t.agent: final_answer(t.content) for t in follow if t.status == "ok"}
-        for turn in turns:
-            agrees = parse_agreement(turn.content) if turn.status == "ok" else None
-            self._emit(ChallengeResult(turn.agent, agrees, answers.get(turn.agent)))
+        stances = {t.agent: parse_agreement(t.content) if t.status == "ok" else None for t in turns}
+        dissent = [label for label in labels if stances.get(label) is False]
+        follow = self.ask_many([(label, "challenge", messages(label, True), None) for label in dissent]) \
+            if dissent else []
+        answers = {t.agent: final_answer(t.content) for t in follow if t.status == "ok"}
+        for label in labels:
+            self._emit(ChallengeResult(label, stances.get(label), answers.get(label)))
+        record = challenge.outcome(setting, labels[0], stances, answers, original, put, cfg.to_dict())
+        if record.get("changed") and not self.controller.stopped:
+            self.answer = record["answer"]
+            self._emit(replace(decision, answer=record["answer"], winner_agent=labels[0], winner_index=None,
+                               fallback=None, details={"challenge": record}, ts=time.time()))
 
     # ===== plumbing ========================================================================
     def _apply_steering(self) -> None:

@@ -67,6 +67,11 @@ class Paradigm:
     def role(self, agent: str, order: list[str], cfg) -> str:
         return ""
 
+    def judge_sides(self, cfg) -> dict[str, str] | None:
+        """The side each debater argues (label -> side), for a judge that names the side it supports
+        (two-sided debates, seed 002); None when the agents take no sides."""
+        return None
+
     def arrange(self, seen: list[Turn], order: list[str]) -> list[Turn]:
         """The turns an agent sees, in the order its prompt shows them (`seen` is in seq order).
 
@@ -246,25 +251,44 @@ class CollectiveRefinement(Simultaneous):
 
 @register("paradigm", "two_sided")
 class TwoSided(Paradigm):
-    """Seed 002: an affirmative and a negative debater argue in turn; a judge decides."""
+    """Seed 002: two to four debaters argue one by one in a fixed order (the configured one); a judge decides.
+
+    Debater 1 argues the affirmative side, debater 2 the negative side (seed 002 §2). Seed 002 §4.3
+    (Table 7) runs MAD with three and four debaters ("N debaters ... speak one by one in a fixed order
+    and express their arguments based on the previous debate history") but says nothing of what the
+    others argue, and the authors' code (Skytliang/Multi-Agents-Debate, code/debate4tran.py) has only
+    the affirmative and the negative player. Our choice: each later debater weighs every position
+    argued before it, disputes the points it finds wrong and gives its own answer (a third and a
+    fourth voice against the earlier ones, as the negative side is against the affirmative)."""
 
     default_tit_for_tat = 2
     judge_extracts = True  # seed 002: at the round limit the judge extracts the answer itself
+    MIN_DEBATERS, MAX_DEBATERS = 2, 4  # seed 002 Table 7: 2 (the default), 3 and 4 debaters
+    SIDES = ("affirmative", "negative", "third debater", "fourth debater")  # how the judge sees each
     ROLES = (
         "You argue the affirmative side: state your answer and defend it with reasons.",
         "You argue the negative side: dispute the affirmative side's points, give your reasons and your own answer.",
+        "You are the third debater: weigh the positions argued before you, dispute the points you find wrong, "
+        "give your reasons and your own answer.",
+        "You are the fourth debater: weigh the positions argued before you, dispute the points you find wrong, "
+        "give your reasons and your own answer.",
     )
 
     def steps(self, order: list[str], cfg) -> list[list[str]]:
-        return [[cfg.agents[0].label], [cfg.agents[1].label]]
+        return [[agent.label] for agent in cfg.agents]
 
     def role(self, agent: str, order: list[str], cfg) -> str:
-        return self.ROLES[0] if agent == cfg.agents[0].label else self.ROLES[1]
+        labels = [a.label for a in cfg.agents]
+        return self.ROLES[labels.index(agent)] if agent in labels[:len(self.ROLES)] else ""
 
-    @staticmethod
-    def check_config(cfg) -> None:
-        if len(cfg.agents) != 2:
-            raise ConfigError("agents", f"two_sided needs exactly 2 debaters (affirmative, negative), got {len(cfg.agents)}")
+    def judge_sides(self, cfg) -> dict[str, str] | None:
+        return {agent.label: side for agent, side in zip(cfg.agents, self.SIDES)}
+
+    @classmethod
+    def check_config(cls, cfg) -> None:
+        if not cls.MIN_DEBATERS <= len(cfg.agents) <= cls.MAX_DEBATERS:
+            raise ConfigError("agents", f"two_sided needs {cls.MIN_DEBATERS} to {cls.MAX_DEBATERS} debaters "
+                                        f"(affirmative, negative, and up to two more), got {len(cfg.agents)}")
         if cfg.protocol != "judge":
             raise ConfigError("protocol", f"two_sided debates are decided by a judge: set protocol to 'judge', not {cfg.protocol!r}")
         if not cfg.judge_model and len({agent.model for agent in cfg.agents}) > 1:

@@ -144,15 +144,34 @@ def _judge_messages(n_debaters: int, user: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": judge_system(n_debaters)}, {"role": "user", "content": user}]
 
 
-def judge_break_prompt(question: str, task: str, transcript: list[str], n_debaters: int) -> list[dict[str, str]]:
-    """Seed 002 discriminative mode: has the debate already produced a correct solution?"""
-    user = (
-        f"{task_block(question, task)}\n\nThe debate so far:\n\n" + "\n\n".join(transcript) +
-        "\n\nHas the debate already reached a correct answer? Reply with four lines:\n"
-        "Decision: YES or NO\nSupported side: Affirmative or Negative (the side whose answer you hold correct)\n"
-        "Answer: <the correct answer if YES, otherwise leave empty>\nReason: <one short sentence>"
-    )
-    return _judge_messages(n_debaters, user)
+def judge_break_prompt(question: str, task: str, earlier: list[str], latest: list[tuple[str, str]], n_debaters: int,
+                       sides: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """Seed 002 discriminative mode: has the debate already produced a correct solution?
+
+    `earlier`: the debate before each speaker's latest turn, one rendered turn each; `latest`:
+    (label, latest reply) of every speaker, listed by label. Two-sided debates (`sides`: label ->
+    the side it argues) ask which debater's answer the judge supports, by label (MAD's judge reads
+    each side's argument of the round and names the supported side). Other paradigms have no sides:
+    the judge names the participant whose answer is correct, or none and gives its own."""
+    labels = ", ".join(label for label, _ in latest)
+    if sides:
+        lead = "Each debater's latest argument:"
+        named = f"Supported side: the label of the debater whose answer you hold correct (one of: {labels})"
+        answer = "Answer: <the correct answer if YES, otherwise leave empty>"
+    else:
+        lead = "Each participant's latest reply:"
+        named = (f"Chosen participant: the label of the participant whose answer you hold correct (one of: {labels}), "
+                 "or none if no participant gave it")
+        answer = "Answer: <the correct answer in your own words if YES, otherwise leave empty>"
+    shown = [f"[{label}]" + (f" ({sides[label]})" if sides and sides.get(label) else "") + f":\n{text.strip()}"
+             for label, text in latest]
+    sections = [task_block(question, task)]
+    if earlier:
+        sections.append("Earlier in the debate:\n\n" + "\n\n".join(earlier))
+    sections.append(lead + "\n\n" + "\n\n".join(shown))
+    sections.append(f"Has the debate already reached a correct answer? Reply with four lines:\nDecision: YES or NO\n"
+                    f"{named}\n{answer}\nReason: <one short sentence>")
+    return _judge_messages(n_debaters, "\n\n".join(sections))
 
 
 def judge_extract_prompt(question: str, task: str, transcript: list[str], n_debaters: int) -> list[dict[str, str]]:
@@ -177,20 +196,53 @@ def judge_select_prompt(question: str, task: str, agents: list[str], drafts: lis
     return _judge_messages(n_debaters, user)
 
 
-def challenge_prompt(system: str, question: str, task: str, final: str) -> list[dict[str, str]]:
-    """Seed 000 E.3: does the agent accept the group's final answer?"""
-    user = (
-        f"{task_block(question, task)}\n\nThe group settled on this final answer:\n{final}\n\n"
-        "Check it critically. Reply with the single word AGREE if you accept it, or DISAGREE if you do not."
-    )
+def _challenge_sections(question: str, task: str, final: str, history: list[str] | None,
+                        information: str) -> list[str]:
+    """What a challenged agent reads before it is asked (seed 000 §5's settings; MALLM's challenge
+    prompts add the discussion history or the extra information before the same question)."""
+    sections = [task_block(question, task)]
+    if history:
+        sections.append(discussion_block(history))
+    if information:
+        sections.append(f"Background information that may help you:\n{information}")
+    sections.append(f"The group settled on this final answer:\n{final}")
+    return sections
+
+
+def challenge_prompt(system: str, question: str, task: str, final: str, *, history: list[str] | None = None,
+                     information: str = "") -> list[dict[str, str]]:
+    """Seed 000 E.3: does the agent accept the group's final answer? `history` (the "history"
+    setting: the discussion as the agent saw it) and `information` (the "information" setting)
+    are shown before the answer when given; without them this is the first setting's prompt."""
+    sections = _challenge_sections(question, task, final, history, information)
+    sections.append("Check it critically. Reply with the single word AGREE if you accept it, "
+                    "or DISAGREE if you do not.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(sections)}]
+
+
+def challenge_answer_prompt(system: str, question: str, task: str, final: str, *, history: list[str] | None = None,
+                            information: str = "") -> list[dict[str, str]]:
+    """Seed 000 E.3 (Figure 21): the agent that challenged the answer gives its own (same context)."""
+    sections = _challenge_sections(question, task, final, history, information)
+    sections.append("You do not accept it. Give the answer you think is right. " + FINAL_ANSWER_FORMAT)
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(sections)}]
+
+
+def challenge_wrong_answer_prompt(question: str, task: str) -> list[dict[str, str]]:
+    """Seed 000 §5's "wrong answer" baseline (MALLM's generate_wrong_answer_prompt): an answer that
+    is deliberately wrong, to be put to the agents as if the group had settled on it."""
+    system = "You write deliberately wrong answers to questions, for a test of reviewers."
+    user = (f"{task_block(question, task)}\n\nGive an answer to this question that is wrong, in the form the "
+            "question asks for. Reply with the wrong answer only.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def challenge_answer_prompt(system: str, question: str, task: str, final: str) -> list[dict[str, str]]:
-    user = (
-        f"{task_block(question, task)}\n\nThe group settled on this final answer:\n{final}\n\n"
-        "You do not accept it. Give the answer you think is right. " + FINAL_ANSWER_FORMAT
-    )
+def challenge_information_prompt(question: str, task: str) -> list[dict[str, str]]:
+    """Seed 000 §5's "additional information" setting. The paper retrieves Wikipedia passages (RAG);
+    MAD Lab runs offline, so a model writes background facts instead, without answering."""
+    system = "You supply background knowledge for a discussion, without taking part in it."
+    user = (f"{task_block(question, task)}\n\nWrite a few short facts from general knowledge that help "
+            "to answer this question: definitions, data, rules that apply. Do not say which answer is correct.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

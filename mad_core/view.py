@@ -62,7 +62,8 @@ class DebateView:
     turns: list[TurnView] = field(default_factory=list)
     votes: list[VoteCast] = field(default_factory=list)
     attempts: list[DecisionAttempted] = field(default_factory=list)
-    decision: DecisionReached | None = None
+    decision: DecisionReached | None = None  # the debate's decision (the challenge's, when it changed it)
+    protocol_decision: DecisionReached | None = None  # the protocol's decision, when the challenge changed it
     challenges: list[ChallengeResult] = field(default_factory=list)
     steering: list[SteeringApplied] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -153,6 +154,14 @@ class DebateView:
             return "Independent drafts" if any(t.kind == "draft" for t in self.turns if t.round == 0) else "Setup"
         topic = self.round_topics().get(rnd)
         return f"Round {rnd}: {topic}" if topic else f"Round {rnd}"
+
+    @property
+    def challenge_change(self) -> dict[str, Any] | None:
+        """How the challenge step changed the decision (`mad_core.challenge.outcome`'s record: the
+        setting, the original and the new answer, who challenged), or None when it did not."""
+        details = self.decision.details if self.decision is not None else None
+        record = details.get("challenge") if isinstance(details, dict) else None
+        return record if isinstance(record, dict) and record.get("changed") else None
 
     def votes_of_round(self, rnd: int) -> list[VoteCast]:
         """The last ballot of each voter in a round (re-asked ballots replace earlier ones)."""
@@ -282,6 +291,9 @@ def _attempt(v: DebateView, e: DecisionAttempted) -> None:
 
 
 def _decision(v: DebateView, e: DecisionReached) -> None:
+    changed = isinstance(e.details, dict) and isinstance(e.details.get("challenge"), dict)
+    if changed and v.decision is not None:  # the challenge replaced it: the protocol's stays in the record
+        v.protocol_decision = v.protocol_decision or v.decision
     v.decision = e
 
 

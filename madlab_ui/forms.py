@@ -45,13 +45,15 @@ import streamlit as st
 
 from mad_core import live, prompts, registry
 from mad_core.config import CONNECTIVITY_NAMES, AgentConfig, ConfigError, DebateConfig
+from mad_core.model_keys import key_problems
 from mad_core.models import (DEFAULT_MODEL, call_model, ensure_registered, known_models, response_format_support,
                              validate_model_name)
 from mad_core.protocols.schemas import ReplyFormat
 from mad_core.personas import generate_personas as generate_personas_for
 from mad_core.presets import load_presets
+from mad_core.tasks.answer_types import reads_as_number
 
-from .common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, owner_id
+from .common import DEBATE_ID, FORK_REQUEST, id8, md_escape, model_markdown, open_store, owner_id
 from .session_memory import KEPT
 
 MAX_AGENTS = 12  # seed 003 runs 10 agents
@@ -183,6 +185,8 @@ def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
     state[FORM_EXTRA] = {k: v for k, v in config.items() if k not in shown}
     if state["connectivity"] == CUSTOM_GRAPH:  # a who-sees-whom mapping: kept as set, shown as text
         state[FORM_EXTRA]["connectivity"] = graph
+    if isinstance(config.get("challenge"), str):  # a named challenge setting (mad_core/challenge.py): kept as set
+        state["challenge"], state[FORM_EXTRA]["challenge"] = True, config["challenge"]
     return state
 
 
@@ -224,6 +228,8 @@ def form_config(state=None) -> dict[str, Any]:
     if state["connectivity"] == CUSTOM_GRAPH:
         data["connectivity"] = (state.get(FORM_EXTRA) or {}).get("connectivity", "full")
     data["tit_for_tat"] = None if state["tit_for_tat"] == TFT_NONE else state["tit_for_tat"]
+    if data["challenge"] is True and isinstance((state.get(FORM_EXTRA) or {}).get("challenge"), str):
+        data["challenge"] = state[FORM_EXTRA]["challenge"]  # the box ticked: the named setting it was set to
     return data
 
 
@@ -268,9 +274,13 @@ def problems(state=None) -> list[tuple[str, str, str]]:
     if int(state["n_agents"] or 0) > MAX_AGENTS:  # the form's own limit (a config file may have more)
         found.append(("n_agents", label_of("n_agents"), f"the form shows at most {MAX_AGENTS} agents, "
                                                         f"got {state['n_agents']}"))
-    for exc in DebateConfig.problems(form_config(state)):  # a rule over a field at fault is left out there
-        key = widget_for(exc.field)
-        found.append((key, label_of(key) if key != "form" else exc.field, exc.message))
+    config = form_config(state)
+    invalid = [(exc.field, exc.message) for exc in DebateConfig.problems(config)]  # a rule over a field at
+    at_fault = {field for field, _ in invalid}  # fault is left out there; so is a missing key (below)
+    keys = [(field, message) for field, message in key_problems(config) if field not in at_fault]
+    for field, message in invalid + keys:  # keys: a remote model without its API key, refused before it runs
+        key = widget_for(field)
+        found.append((key, label_of(key) if key != "form" else field, message))
     return sorted(found, key=lambda problem: _form_position(problem[0]))
 
 
@@ -299,7 +309,7 @@ def error_slot(key: str) -> None:
     if mine:
         with st.container(key=f"error_{key}"):
             for message in mine:
-                st.error(message)
+                st.error(model_markdown(message))  # it may quote what was typed: no image, no math
 
 
 def error_summary() -> None:
@@ -412,7 +422,7 @@ def preset_size(config: dict[str, Any]) -> str:
     (`live.plan_calls`); a small local model answers them one after another."""
     plan = live.plan_calls(config)
     agents, rounds = len(config.get("agents") or []), int(config.get("rounds") or 1)
-    fewest, most = plan.total(rounds), plan.total(plan.max_rounds)
+    fewest, most = plan.range(rounds)
     calls = f"about {fewest} model calls" if fewest == most else f"about {fewest} to {most} model calls"
     return (f"Size: {agents} agent{'s' if agents != 1 else ''}, {rounds} round{'s' if rounds != 1 else ''}: "
             f"{calls}. On the small default model each call takes seconds to a minute; the progress bar "
@@ -422,6 +432,8 @@ def preset_size(config: dict[str, Any]) -> str:
 def _render_preset_note(chosen: str, presets: dict[str, Any], changed: list[str]) -> None:
     """Under the picker: the preset's source, whose question it is, what of the preset was cleared or changed."""
     with st.container(key="preset_note"):
+        if presets[chosen].get("lesson"):  # a classroom preset: what the lesson shows, first
+            st.caption(f"**What it shows:** {md_escape(presets[chosen]['lesson'])}")
         st.caption(f"Source: {presets[chosen]['source']}")
         st.caption(preset_size(presets[chosen]["config"]))
         if st.session_state.get("question") != st.session_state.get(PRESET_QUESTION):
@@ -609,9 +621,7 @@ def _render_fields() -> None:
     st.text_input(LABELS["task"], key="task", persist_state=PERSIST, placeholder="e.g. Answer with the letter only.")
     error_slot("task")
     _render_reference()
-    st.selectbox(LABELS["answer_type"], list(ANSWER_KINDS), key="answer_type", persist_state=PERSIST,
-                 format_func=lambda k: ANSWER_KINDS[k])
-    error_slot("answer_type")
+    _render_answer_type()
     st.text_area(LABELS["answer_options"], key="answer_options", persist_state=PERSIST, height="content")
     error_slot("answer_options")
     left, middle, right = st.columns([2, 2, 3], vertical_alignment="bottom")
@@ -693,6 +703,24 @@ def _render_reference() -> None:
     if not st.checkbox("Show the reference answer", key="show_reference", persist_state=PERSIST):
         st.html(MASK_REFERENCE)
     error_slot("reference")
+
+
+def _use_number_type() -> None:
+    st.session_state["answer_type"] = "number"
+
+
+def _render_answer_type() -> None:
+    """The answer type; while it is still free text and the reference reads as a number ("0.05", "$0.05"),
+    a suggestion of the number type (`suggest_number_type`): one click applies it, nothing changes by itself."""
+    st.selectbox(LABELS["answer_type"], list(ANSWER_KINDS), key="answer_type", persist_state=PERSIST,
+                 format_func=lambda k: ANSWER_KINDS[k])
+    error_slot("answer_type")
+    if st.session_state.get("answer_type") != "text" or not reads_as_number(st.session_state.get("reference")):
+        return
+    with st.container(key="suggest_number_type"):
+        st.caption("This reference reads as a number: use answer type 'number'? (As free text, 0.05 and 0.050 "
+                   "would be different answers.)")
+        st.button("Use answer type 'number'", key="use_number_type", on_click=_use_number_type)
 
 
 def _render_kks_fields() -> None:

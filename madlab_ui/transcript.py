@@ -6,7 +6,12 @@ Keys follow the UI contract: `debate_status`, `round_{r}`, `turn_{k}` (k = index
 the `decision_full_text` and `decision_solutions` expanders), `reveal_reference` /
 `reference_revealed`, `usage`.
 Model and user text is rendered with st.markdown / st.text (HTML is never rendered), its single
-line breaks kept (`common.model_markdown`); labels inside our own markup are escaped.
+line breaks kept, its images as words and its dollars literal (`common.model_markdown`: nothing a
+model or a user wrote makes the browser fetch anything); labels inside our own markup and table
+cells are escaped (`md_escape`). The question is plain text in a box of its own
+(`render_question`: at most ~30 % of the window high, scrolling inside). Inside the transcript box
+each bubble's header (`turn_head_{k}`: who speaks) sticks to the top of the box while its text
+scrolls, so a reader following a long turn keeps the speaker's name in view (`TRANSCRIPT_CSS`).
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from mad_core import handout
 from mad_core.metrics.report import estimated_cost, format_dollars
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
-from .common import MODERATOR_AVATAR, agent_style, md_escape, model_markdown, short
+from . import access
+from .common import MODERATOR_AVATAR, agent_style, md_escape, model_markdown, plain_markdown, short
 
 TurnExtras = Callable[[TurnView, int], None]
 STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "finished": "✅", "stopped": "⏹️",
@@ -30,6 +36,27 @@ STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "fi
 FROM_PARENT = "↩️ from the parent"  # a fork's copied turn or message (DebateView.from_parent)
 _TURN_MARKS = {"streaming": "✍️ streaming", "paused": "⏸️ paused", "failed": "❌ failed",
                "interrupted": "⏹️ interrupted"}
+QUESTION_KEY = "debate_question"  # the question's box on the Debate and Transcripts pages
+# Our own static stylesheet (no model or user text in it): the question's box is at most ~30 % of the
+# window high and scrolls inside; a bubble's header sticks to the top of the transcript box.
+TRANSCRIPT_CSS = """<style>
+.st-key-debate_question { max-height: 30dvh; overflow-y: auto; flex-shrink: 0; scrollbar-width: thin; }
+.st-key-debate_question [data-testid="stMarkdownContainer"] p { overflow-wrap: anywhere; }
+/* No invisible stop for the keyboard: Streamlit's "link to heading" anchors show only under the mouse. */
+[data-testid="stHeaderActionElements"] a { display: none; }
+/* Seen by screen readers only: the words that make a repeated control's name its own ("show prompt of
+   turn 3", "Annotate turn 3", a delete icon's "Delete annotation 1 on turn 3 (tag)"). */
+.st-key-transcript [class*="st-key-unannotate_"] button [data-testid="stMarkdownContainer"],
+.st-key-transcript [class*="st-key-annotate_"] button em, .st-key-transcript [class*="st-key-fork_"] button em,
+.st-key-transcript [class*="st-key-prompt_"] summary em {
+  position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden;
+  clip-path: inset(50%); white-space: nowrap;
+}
+.st-key-transcript [class*="st-key-turn_head_"] {
+  position: sticky; top: 0; z-index: 2; background-color: rgb(255, 255, 255);
+  box-shadow: 0 0.4rem 0.4rem -0.4rem rgba(0, 0, 0, 0.25);
+}
+</style>"""
 
 
 def status_word(view: DebateView, debate=None) -> str:
@@ -53,6 +80,23 @@ def turn_count(view: DebateView) -> str:
     return words + (f" · {replying} replying" if replying else "")
 
 
+def round_words(rnd: int, rounds, cap) -> str:
+    """"round 1 of 2 (cap 5)": the rounds the teacher set, the cap apart; past them, "round 3 of 2
+    (extra round: no decision yet, cap 5)". Never "of max 5" for a debate asked for 2 rounds."""
+    try:
+        cap = int(cap) if cap else None
+        rounds = int(rounds) if rounds else cap
+    except (TypeError, ValueError):
+        return f"round {rnd}"
+    if rounds is None:
+        return f"round {rnd}"
+    if cap is not None:
+        rounds = min(rounds, cap)
+    if rnd > rounds:
+        return f"round {rnd} of {rounds} (extra round: no decision yet" + (f", cap {cap})" if cap else ")")
+    return f"round {rnd} of {rounds}" + (f" (cap {cap})" if cap and cap > rounds else "")
+
+
 def render_status(view: DebateView, debate=None) -> None:
     from .controls import steering_note  # the steering words are the controls' own
 
@@ -63,7 +107,7 @@ def render_status(view: DebateView, debate=None) -> None:
     if note:
         parts.append(md_escape(note.removeprefix("stopping: ")))
     if rounds:
-        parts.append(f"round {max(rounds)} of max {view.config.get('max_rounds', '?')}")
+        parts.append(round_words(max(rounds), view.config.get("rounds"), view.config.get("max_rounds")))
     parts.append(turn_count(view))
     parts.append(f"{view.elapsed_s:.1f} s")
     if view.finish_reason and word != "running":
@@ -71,7 +115,26 @@ def render_status(view: DebateView, debate=None) -> None:
     with st.container(key="debate_status"):
         st.markdown(" · ".join(parts))
         for error in view.errors[-3:]:
-            st.warning(error)
+            st.warning(model_markdown(error))  # an error may quote a model's or a user's words
+
+
+def style() -> None:
+    """The transcript's static stylesheet (`TRANSCRIPT_CSS`)."""
+    st.html(TRANSCRIPT_CSS)
+
+
+def render_question(question: str | None, shown: str | None = None) -> None:
+    """The debate's question as plain text (`plain_markdown`: a "# ..." or "---" line of a puzzle is
+    text, never a heading or a rule; dollars, images and links are words) in its own box
+    (`debate_question`), at most ~30 % of the window high: a long question scrolls inside it and
+    never pushes the transcript below out of view. `shown`: the words of it a title already shows
+    (the box is drawn only when they are not the whole question). Draws the stylesheet too."""
+    style()
+    question = str(question or "")
+    if shown is not None and " ".join(shown.split()) == question.strip():
+        return
+    with st.container(key=QUESTION_KEY, border=True):
+        st.markdown(plain_markdown(question))
 
 
 # ----- transcript ------------------------------------------------------------------------------
@@ -182,7 +245,8 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
                 head.append(_TURN_MARKS[mark])
             if turn.retries:
                 head.append(f"retried {turn.retries}×")
-            st.markdown(" · ".join(head))
+            with st.container(key=f"turn_head_{k}"):  # sticks to the top of the box while the text scrolls
+                st.markdown(" · ".join(head))
             persona = view.personas.get(turn.agent)
             if persona:
                 st.caption(md_escape(persona))
@@ -203,7 +267,7 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
                 notes.append(f"{turn.prompt_tokens}+{turn.completion_tokens} tokens, {turn.latency_s:.1f} s")
             if notes:
                 st.caption(" · ".join(notes))
-            prompt = st.expander("show prompt", key=f"prompt_{k}", on_change="rerun")
+            prompt = st.expander(f"show prompt *of turn {k + 1}*", key=f"prompt_{k}", on_change="rerun")
             if prompt.open:
                 with prompt:
                     for message in turn.prompt:
@@ -331,6 +395,12 @@ def render_decision(view: DebateView, revealed: bool | None = None) -> None:
         if decision.winner_agent:
             facts.append(f"winner **{md_escape(handout.winner_words(view))}**")  # "Agent 1's final answer"
         st.markdown(" · ".join(facts))
+        change = view.challenge_change  # the challenge step replaced the protocol's answer (mad_core/challenge.py)
+        if change:
+            st.container(key="decision_challenge").markdown(
+                f"Changed by the challenge: {md_escape(short(str(change.get('original_answer')), 100))} → "
+                f"{md_escape(short(str(change.get('answer')), 100))} ({md_escape(str(change.get('decider')))}, "
+                f"setting {md_escape(str(change.get('setting')))})")
         if decision.forced:
             st.warning("Forced: a person asked for a decision before the protocol reached one.")
         if decision.fallback:
@@ -338,9 +408,10 @@ def render_decision(view: DebateView, revealed: bool | None = None) -> None:
         if decision.solutions or decision.scores:
             with st.expander("Solutions and scores", key="decision_solutions"):
                 if decision.solutions:
-                    st.table([{"solution": i + 1,
-                               "agent": decision.solution_agents[i] if i < len(decision.solution_agents) else "",
-                               "answer": short(text, 100),
+                    st.table([{"solution": i + 1,  # st.table reads its cells as Markdown: escaped
+                               "agent": md_escape(decision.solution_agents[i]) if i < len(decision.solution_agents)
+                               else "",
+                               "answer": md_escape(short(text, 100)),
                                "score": f"{decision.scores[i]:g}" if i < len(decision.scores) else "-"}
                               for i, text in enumerate(decision.solutions)])
                 else:
@@ -362,7 +433,7 @@ def render_reference(view: DebateView, state_key: str) -> None:
     """The reference answer stays hidden until the `reveal_reference` button is pressed; then it
     shows with the decision's agreement (nothing before the reveal says whether it matches)."""
     reference = view.config.get("reference")
-    if not reference:
+    if not reference or not access.may_reveal(view):  # never a visitor's; while it runs, its owner's only
         return
     if not st.session_state.get(state_key):
         if st.button("Reveal reference answer", key="reveal_reference"):
@@ -395,7 +466,7 @@ def render_usage(view: DebateView, paused: bool = False) -> None:
     with st.container(key="usage", border=True):
         st.markdown("**Cost and progress**")
         costs = agent_costs(view)
-        rows = [{"agent": agent, "calls": u.calls, "prompt tokens": u.prompt_tokens,
+        rows = [{"agent": md_escape(agent), "calls": u.calls, "prompt tokens": u.prompt_tokens,  # cells: Markdown
                  "completion tokens": u.completion_tokens, "seconds": u.seconds, "cost": costs.get(agent, 0.0)}
                 for agent, u in view.usage.items()]
         if rows:

@@ -83,6 +83,17 @@ METRICS: dict[str, tuple[str, Callable[[dict[str, Any]], Any], int]] = {
     "tokens": ("tokens", _tokens, 0),
     "cost_usd": ("cost (USD)", lambda s: s.get("cost_usd"), 4),
 }
+# The challenge step (seed 000 §5, Figures 6 and 7; counted per debate by the report's `_challenge`):
+# the share of debates whose answer was challenged, whose decision the challenge changed, and, of the
+# challenged ones with a reference, whose new answer scored higher / lower. Shown only when some
+# configuration has a challenge step.
+CHALLENGE_METRICS: dict[str, tuple[str, Callable[[dict[str, Any]], Any], int]] = {
+    "challenge_rate": ("challenged", lambda s: s.get("challenged"), 2),
+    "challenge_changed": ("changed by the challenge", lambda s: s.get("challenge_changed"), 2),
+    "challenge_improved": ("challenge improved", lambda s: s.get("challenge_improved"), 2),
+    "challenge_worsened": ("challenge worsened", lambda s: s.get("challenge_worsened"), 2),
+}
+ALL_METRICS = {**METRICS, **CHALLENGE_METRICS}
 
 
 @dataclass
@@ -107,7 +118,7 @@ def aggregate(runs: list[dict[str, Any]], configurations: list[dict[str, Any]]) 
     for configuration in configurations:
         mine = [r for r in runs if r["config_key"] == configuration["key"]]
         ended = [r for r in mine if r["status"] in storage.DONE_RUN_STATUSES and r.get("summary") is not None]
-        stats = {name: mean_sd([fn(r["summary"]) for r in ended]) for name, (_, fn, _) in METRICS.items()}
+        stats = {name: mean_sd([fn(r["summary"]) for r in ended]) for name, (_, fn, _) in ALL_METRICS.items()}
         table.append(ConfigRow(configuration["key"], configuration["label"], dict(configuration["values"]),
                                len(mine), sum(r["status"] == "finished" for r in mine),
                                sum(r["status"] == "failed" for r in mine), stats))
@@ -201,15 +212,23 @@ def _report(store: Store, debate_id: str, embed: Any) -> dict[str, Any]:
 
 
 # ----- exports ---------------------------------------------------------------------------------------
+def shown_metrics(table: list[ConfigRow]) -> dict[str, tuple[str, Callable[[dict[str, Any]], Any], int]]:
+    """The metrics a table shows: METRICS, and CHALLENGE_METRICS when some debate of it had a challenge step."""
+    challenged = any(row.stats.get("challenge_rate", Stat(None, None, 0)).n for row in table)
+    return ALL_METRICS if challenged else METRICS
+
+
 def table_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
     """The table as flat records: configuration, axis values, counts, and mean / sd / n per metric."""
     records = []
+    shown = shown_metrics(table)
     for row in table:
         record: dict[str, Any] = {"configuration": row.key, "label": row.label}
         record.update({axis: _cell(value) for axis, value in row.values.items()})
         record.update(debates=row.planned, finished=row.finished, failed=row.failed)
         for name, stat in row.stats.items():
-            record.update({f"{name}_mean": stat.mean, f"{name}_sd": stat.sd, f"{name}_n": stat.n})
+            if name in shown:
+                record.update({f"{name}_mean": stat.mean, f"{name}_sd": stat.sd, f"{name}_n": stat.n})
         records.append(record)
     return records
 
@@ -217,10 +236,11 @@ def table_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
 def display_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
     """The table as people read it: one "mean ± sd" text per metric."""
     records = []
+    shown = shown_metrics(table)
     for row in table:
         record: dict[str, Any] = {"configuration": row.label, "debates": row.planned, "finished": row.finished,
                                   "failed": row.failed}
-        for name, (title, _, digits) in METRICS.items():
+        for name, (title, _, digits) in shown.items():
             record[title] = row.stats[name].text(digits)
         records.append(record)
     return records
@@ -234,6 +254,8 @@ def run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         record = {key: run.get(key) for key in keys}
         summary = run.get("summary") or {}
         record.update({name: (fn(summary) if summary else None) for name, (_, fn, _) in METRICS.items()})
+        if summary.get("challenged") is not None:  # a debate with a challenge step
+            record.update({name: fn(summary) for name, (_, fn, _) in CHALLENGE_METRICS.items()})
         record["answer"] = summary.get("answer")
         records.append(record)
     return records
@@ -273,6 +295,7 @@ def spec_summary(spec: dict[str, Any]) -> str:
             f"concurrency {spec.get('concurrency')}")
 
 
-__all__ = ["Stat", "mean_sd", "accuracy_of", "METRICS", "ConfigRow", "aggregate", "sum_transitions",
-           "rounds_distribution", "plot_data", "Results", "experiment_results", "table_records", "display_records",
-           "run_records", "to_csv", "text_table", "spec_summary", "configurations_of"]
+__all__ = ["Stat", "mean_sd", "accuracy_of", "METRICS", "CHALLENGE_METRICS", "ALL_METRICS", "shown_metrics",
+           "ConfigRow", "aggregate", "sum_transitions", "rounds_distribution", "plot_data", "Results",
+           "experiment_results", "table_records", "display_records", "run_records", "to_csv", "text_table",
+           "spec_summary", "configurations_of"]

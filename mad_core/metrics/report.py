@@ -14,9 +14,11 @@ transcript view, the exports and the experiment tables read:
     round included), ``readable`` of ``agents`` answers, entropy over the readable answers
     (None when there is none: "nobody answered" is never 0 bits) and log-likelihood (seed 003
     appendix), agreement all / majority (seed 001 App. B: every agent counts, an unreadable
-    answer agrees with nobody; None when no answer is readable) and disagreement (seed 002 §1,
-    over readable answers; None below two), accuracy of the round's majority
-    prediction, path consistency (seed 003 Eq. 2), answer_similarity (SBERT over the final
+    answer agrees with nobody) and disagreement (seed 002 §1, over readable answers; None below
+    two), accuracy of the round's clear-majority prediction (at least half of all agents, the
+    initial-state rule), all four None in a round with no readable answer (drawn as a gap) and
+    counted 0 in their AUCs, which average over every round as App. B's formula does, path
+    consistency (seed 003 Eq. 2), answer_similarity (SBERT over the final
     answers, seed 000 Table 1) and reply_similarity (SBERT over whole replies, reasoning
     included: a second, differently named measure);
   * ``agents``: per agent its model, calls, tokens, latency, estimated cost, mean path
@@ -31,6 +33,8 @@ transcript view, the exports and the experiment tables read:
   * ``judge`` (judge protocols: the side the judge supported and whether that side's model is
     of the judge's family, seed 002 Table 6) and ``self_bleu_diversity`` (two_sided debates:
     100 - Self-BLEU of the two sides' final answers, seed 002 §4.1);
+  * ``challenge`` (debates with a challenge step, seed 000 §5): its setting, who challenged,
+    whether the decision changed and whether the new answer scores higher or lower (`_challenge`);
   * ``version`` (`VERSION`), ``answer_type``, ``embedder`` and the per-round answer reading.
 
 `compute_report(view, embed=..., rounds=...)` does the work on a `DebateView` (the same fold
@@ -62,12 +66,13 @@ import hashlib
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
 from typing import Any
 
 from ..answers import decided_answer, extracted_answer, final_answer
+from ..challenge import PLANTED, challenged_answer
+from ..config import challenge_setting
 from ..events import DISCUSSION_KINDS
-from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer
+from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer, shown_value
 from ..view import DebateView
 from .answers import disagreement, entropy, log_likelihood, path_consistency
 from .decisions import judge_side_agreement, model_family
@@ -75,8 +80,9 @@ from .outcomes import accuracy_smooth, accuracy_strict, auc, outcome_metrics
 from .process import CORRECT, WRONG, answer_changes, initial_state, initial_states_by_player, transitions
 from .similarity import Embedder, _cosine, _package, answer_similarity, self_bleu_diversity
 
-VERSION = 3  # 2: numbers read strictly, extraction answers, None for unreadable rounds; 3: per-round "keys",
-# final-answer similarity over the extracted answers (was over the JSON's last line, "}")
+VERSION = 5  # 2: numbers read strictly, extraction answers, None for unreadable rounds; 3: per-round "keys",
+# final-answer similarity over the extracted answers (was over the JSON's last line, "}"); 4: "challenge";
+# 5: unreadable rounds count 0 in every AUC (accuracy and agreement alike), clear-majority prediction
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 # Free-text answers whose SBERT cosine similarity reaches this are one answer. Measured with the
 # bundled all-MiniLM-L6-v2 on 15 paraphrase pairs ("Paris" / "paris, France", "Albert Einstein" /
@@ -143,17 +149,10 @@ class MemoEmbedder:
 
 # ----- reading answers ----------------------------------------------------------------------------
 def _display(kind: str, value: Any, source: str) -> str:
-    """How a read answer is shown: the letter, the number, yes/no, "Name: role, ...", the text."""
-    if kind == "kks" and isinstance(value, Mapping):
-        return ", ".join(f"{name}: {role}" for name, role in value.items())
-    if kind == "number" and isinstance(value, Fraction):
-        if value.denominator == 1:
-            return str(value.numerator)
-        text = f"{float(value):.12g}"
-        return text if Fraction(text) == value else f"{value.numerator}/{value.denominator}"
-    if kind == "text":
-        return " ".join(source.split())[:SHORT_CHARS] or str(value)
-    return str(value)
+    """How a read answer is shown: as every display shows it (`answer_types.shown_value`; a free-text
+    answer at most SHORT_CHARS characters in the report)."""
+    shown = shown_value(kind, value, source)
+    return shown[:SHORT_CHARS] if kind == "text" else shown
 
 
 class AnswerReader:
@@ -312,7 +311,8 @@ def empty_report(view: DebateView | None = None, answer_type: str = "text") -> d
     summary.update(decided=False, calls=0, prompt_tokens=0, completion_tokens=0, latency_s=0.0, cost_usd=0.0)
     return {"version": VERSION, "status": getattr(view, "status", None),
             "answer_type": answer_type, "reference": None, "embedder": None, "summary": summary, "rounds": [],
-            "agents": {}, "transitions": {}, "judge": None, "self_bleu_diversity": None, "problems": []}
+            "agents": {}, "transitions": {}, "judge": None, "self_bleu_diversity": None, "challenge": None,
+            "problems": []}
 
 
 def compute_report(view: DebateView, *, embed: Embedder | None = None, rounds: set[int] | None = None,
@@ -395,16 +395,17 @@ def _compute(view: DebateView, config: dict, kind: str, embed: Embedder, only: s
     outcome = outcome_metrics([list(p.values()) for p in parts_by_round], truth)
     for i, row in enumerate(report["rounds"]):
         # Seed 001 App. B counts every agent (an unreadable answer agrees with nobody, so 1 readable
-        # of 3 is no unanimity); a round with no readable answer has no agreement to speak of.
+        # of 3 is no unanimity) and averages its curves over EVERY round: one rule for accuracy and
+        # agreement alike. A round with no readable answer scores 0 in all four AUCs (outcome_metrics:
+        # no majority, no agreement), and is drawn as a gap with "0 of n readable" (its row's None).
         heard = bool(row["readable"])
-        row.update(agree_all=outcome["agree_all"][i] if heard else None,
-                   agree_majority=outcome["agree_major"][i] if heard else None,
-                   accuracy_strict=outcome["strict"][i], accuracy_smooth=outcome["smooth"][i])
-    outcome.update(auc_agree_all=auc([row["agree_all"] for row in report["rounds"]]),
-                   auc_agree_major=auc([row["agree_majority"] for row in report["rounds"]]))
+        row.update({name: outcome[key][i] if heard else None for name, key in
+                    (("agree_all", "agree_all"), ("agree_majority", "agree_major"),
+                     ("accuracy_strict", "strict"), ("accuracy_smooth", "smooth"))})
     _summary(report, view, reader, outcome, truth)
     _agents(report, view, keys, parts_by_round, (by_round, chosen), truth)
     _judge(report, view, config)
+    _challenge(report, view, reader, truth)
     return report
 
 
@@ -646,6 +647,58 @@ def _judge(report: dict, view: DebateView, config: dict) -> None:
         report["self_bleu_diversity"] = _finite(self_bleu_diversity(texts)) if len(texts) == 2 else None
 
 
+def _challenge(report: dict, view: DebateView, reader: AnswerReader, truth: Any) -> None:
+    """Seed 000 §5 (Figures 6 and 7) for one debate with a challenge step (mad_core/challenge.py).
+
+    As MALLM's evaluator counts them (analyze_challenged_answers): the debate's answer is
+    ``challenged`` when the first agent challenged it and gave a new answer; the new answer is
+    scored against the reference like the answer it challenged (the decision, or the planted one of
+    the baselines), and ``improved`` / ``worsened`` say whether its score is higher / lower (Figure 7:
+    the share of challenged answers that improve). ``agent_challenge_rate``: the share of all
+    asked agents that challenged (Figure 6 counts agents). ``changed``: the decision was replaced.
+    The summary's ``challenged``, ``challenge_changed``, ``challenge_improved`` and
+    ``challenge_worsened`` (1.0 / 0.0; None where they do not apply) are what experiments average."""
+    summary = report["summary"]
+    summary.update(challenged=None, challenge_changed=None, challenge_improved=None, challenge_worsened=None)
+    config = view.config or {}
+    setting = challenge_setting(config.get("challenge"))
+    stances = {c.agent: c for c in view.challenges}
+    if setting is None or not stances or view.decision is None:
+        return
+    labels = [a.get("label") for a in config.get("agents", []) if isinstance(a, dict)]
+    decider = labels[0] if labels else next(iter(stances))
+    change = view.challenge_change
+    original = change["original_answer"] if change else decided_answer(view.decision.answer, view.decision.details)
+    prepared = next((t.text for t in view.turns if t.kind == "challenge" and t.agent == decider), "")
+    put = challenged_answer(setting, original, prepared if setting == "wrong" else "")
+    first = stances.get(decider)
+    challenged = first is not None and first.agrees is False and bool(first.new_answer)
+    before = after = None
+    if challenged and truth is not None:
+        before, after = (_answer_score(reader, text, truth) for text in (put, first.new_answer))
+    scored = before is not None and after is not None
+    challengers = sum(1 for c in stances.values() if c.agrees is False)
+    report["challenge"] = {
+        "setting": setting, "planted": setting in PLANTED, "asked": len(stances), "challengers": challengers,
+        "agent_challenge_rate": challengers / len(stances), "decider": decider, "challenged": challenged,
+        "challenged_answer": _short(put), "new_answer": _short(first.new_answer) if challenged else None,
+        "changed": change is not None, "original_answer": _short(original),
+        "final_answer": _short(decided_answer(view.decision.answer, view.decision.details)),
+        "score_before": before, "score_after": after,
+        "improved": after > before if scored else None, "worsened": after < before if scored else None,
+    }
+    summary.update(challenged=float(challenged), challenge_changed=float(change is not None),
+                   challenge_improved=float(after > before) if scored else None,
+                   challenge_worsened=float(after < before) if scored else None)
+
+
+def _answer_score(reader: AnswerReader, text: str | None, truth: Any) -> float | None:
+    """An answer's score against the truth (smooth accuracy: 1/0 for one value, the share of the
+    players right for "kks"; MALLM's evaluator prefers F1 over exact correctness the same way)."""
+    key, _, parts = reader.read(text)
+    return accuracy_smooth(parts if reader.kind == "kks" else key, truth)
+
+
 # ----- the cached report of a stored debate -------------------------------------------------------
 def report_stamp(debate: Mapping[str, Any], embedder: str) -> str:
     """What a cached report must have been computed for: the debate's state, VERSION, the embedder."""
@@ -746,9 +799,10 @@ def markdown_lines(report: Mapping[str, Any]) -> list[str]:
              f"**estimated cost:** {format_dollars(summary.get('cost_usd'))}"]
     rounds = report.get("rounds") or []
     if rounds:
-        lines += ["", "| round | entropy | all agree | majority agrees | disagreement | accuracy | "
-                      "answer similarity | reply similarity |", "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.get('round')} | {num(r.get('entropy'))} | {num(r.get('agree_all'))} | "
+        lines += ["", "| round | readable | entropy | all agree | majority agrees | disagreement | accuracy | "
+                      "answer similarity | reply similarity |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.get('round')} | {num(r.get('readable'))} of {num(r.get('agents'))} | "
+                  f"{num(r.get('entropy'))} | {num(r.get('agree_all'))} | "
                   f"{num(r.get('agree_majority'))} | {num(r.get('disagreement'))} | "
                   f"{num(r.get('accuracy_strict'))} | {num(r.get('answer_similarity'))} | "
                   f"{num(r.get('reply_similarity'))} |" for r in rounds]

@@ -49,7 +49,7 @@ import re
 import reprlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..answers import json_reply, never_raises
@@ -371,13 +371,16 @@ class Verdict:
     decision: True when the judge holds that a correct solution is reached (MAD's "Whether
     there is a preference": "Yes"), False when not, None when no verdict can be read;
     answer: the judge's answer ("" when none); side: "affirmative", "negative" or None (the
-    side the judge supports); reason: the judge's reason ("" when none).
+    side the judge supports, when it names one of MAD's two sides); reason: the judge's reason ("" when
+    none); agent: the debater or participant the judge names, by its label (read only when the
+    labels are given; None when it names none, or more than one).
     """
 
     decision: bool | None
     answer: str
     side: str | None
     reason: str
+    agent: str | None = None
 
 
 _NO_VERDICT = Verdict(None, "", None, "")
@@ -496,9 +499,10 @@ def _from_dict(pairs: list[tuple[str, str]]) -> dict[str, Any]:
         key = next((key for key in keys if key in fields), None)
         if key is not None:
             given[name] = fields[key]
-    side = next((key for key in fields if "side" in key.split()), None)
+    side = next((key for key in fields if _NAMING_KEYS.intersection(key.split())), None)
     if side is not None:
         given["side"] = _side(fields[side])
+        given["named"] = fields[side]
     return given
 
 
@@ -528,6 +532,12 @@ _SIDE = re.compile(
     re.I,
 )
 _REASON = re.compile(r"(?=r)\breason(?:s|ing)?+[^\w:=\n]*+[:=][ \t]*+([^\n]+)", re.I)
+# Whom a verdict names: "Supported side: Agent 3", "Chosen participant: none", "Debater: 2".
+_NAMING_KEYS = frozenset({"side", "participant", "debater"})
+_NAMED_LINE = re.compile(r"(?=[spcdw])\b(?:(?:supported|preferred|winning|chosen)[ \t]++)?(?:side|participant|debater)"
+                    r"[^\w:=\n]*+[:=][ \t]*+([^\n]{0,200})", re.I)
+_NAMED_NUMBER = re.compile(r"(?:(?:debater|participant|agent|side)[ \t]*+)?#?(\d{1,2})", re.I)
+_NOBODY = frozenset({"none", "null", "nobody", "neither", "n/a", "no one", "own answer"})
 
 
 def _from_lines(text: str) -> Verdict:
@@ -540,8 +550,28 @@ def _from_lines(text: str) -> Verdict:
                    side.group(1).lower() if side else None, reason.group(1).strip() if reason else "")
 
 
+def _named_agent(value: str, labels: list[str]) -> str | None:
+    """The label a verdict's side / participant value names: the label itself (case, spaces and
+    marks around it ignored), the only label it contains as a whole word ("Agent 3 (third
+    debater)"), or a number 1..n ("3", "Debater 3"); None for none, several, or anything else."""
+    text = " ".join(_MARKDOWN.sub("", value[:200]).split()).strip(" .,;:!\"'[]()").casefold()
+    if not text or text in _NOBODY:
+        return None
+    folded = [label.casefold() for label in labels]
+    if text in folded:
+        return labels[folded.index(text)]
+    inside = [label for label, low in zip(labels, folded)
+              if low and re.search(r"(?<!\w)" + re.escape(low) + r"(?!\w)", text)]
+    if len(inside) == 1:
+        return inside[0]
+    number = _NAMED_NUMBER.fullmatch(text)
+    if number and not inside and 1 <= int(number.group(1)) <= len(labels):
+        return labels[int(number.group(1)) - 1]
+    return None
+
+
 @never_raises(lambda error: _NO_VERDICT)
-def read_judge_verdict(text: str | None) -> Verdict:
+def read_judge_verdict(text: str | None, labels: list[str] | None = None) -> Verdict:
     """Read the discriminative judge's verdict (seed 002): was a correct solution reached,
     which answer, which side, and why?
 
@@ -561,6 +591,12 @@ def read_judge_verdict(text: str | None) -> Verdict:
     protocols/schemas.py, or MAD's dictionary in JSON) is read with Python's JSON parser,
     by the same keys (its first 100), before any of the above; so is one cut off by the
     token limit (`json_reply(..., partial=True)`: its finished fields only).
+
+    With `labels` (the debaters or participants, in order) it also reads whom the judge names
+    (`Verdict.agent`): the value of a "side" / "participant" / "debater" key or labelled line
+    ("Supported side: Agent 3", "Chosen participant: none"), read by `_named_agent`. An
+    "Affirmative" / "Negative" value stays a `side` (the judge protocol maps it to the debater
+    who argued that side).
     """
     raw = _without_thinking(text or "")
     reply = json_reply(raw, partial=True)
@@ -580,8 +616,16 @@ def read_judge_verdict(text: str | None) -> Verdict:
         chosen = chosen or given
     # A JSON reply is read as JSON only: one cut off by the token limit gives its finished
     # fields, never a half-written value read back as a labelled line ('"answer": "1.5 m').
-    lines = _from_lines(_MARKDOWN.sub("", raw)) if reply is None else Verdict(None, "", None, "")
-    return Verdict(**{name: chosen.get(name, getattr(lines, name)) for name in _VERDICT_FIELDS})
+    plain = _MARKDOWN.sub("", raw) if reply is None else ""
+    lines = _from_lines(plain) if reply is None else Verdict(None, "", None, "")
+    verdict = Verdict(**{name: chosen.get(name, getattr(lines, name)) for name in _VERDICT_FIELDS})
+    if not labels:
+        return verdict
+    named = chosen.get("named")
+    if named is None:
+        found = _NAMED_LINE.search(plain)
+        named = found.group(1) if found else ""
+    return replace(verdict, agent=_named_agent(str(named), list(labels)))
 
 
 def parse_judge_verdict(text: str | None) -> tuple[bool | None, str]:

@@ -32,10 +32,11 @@ from typing import Any, Protocol as Interface
 from ..answers import final_answer, normalize_answer
 from ..events import DISCUSSION_KINDS, Turn
 from ..metrics import convergence_winner
-from ..prompts import AGREEMENT_FORMAT, proposal_block
+from ..prompts import AGREEMENT_FORMAT, judge_break_prompt, proposal_block
 from ..registry import register
 from .ballots import Ballot, Verdict, read_judge_verdict
 from .counting import consensus_reached, tally
+from .schemas import verdict_format
 
 
 @dataclass
@@ -61,6 +62,7 @@ class DecisionContext(Interface):
     round: int  # the current round
     labels: list[str]  # the agents, in configured order
     judge_extracts: bool  # the paradigm's judge states the answer itself (two-sided, seed 002)
+    sides: dict[str, str] | None  # label -> the side it argues (two-sided debates), else None
 
     def solutions(self) -> tuple[list[str], list[str]]:
         """(agents, final solutions) of the latest round: extracted when configured (seed 000 E.1)."""
@@ -74,9 +76,6 @@ class DecisionContext(Interface):
     def extract_answer(self, agent: str, text: str, intro: str | None = None) -> str:
         """`agent`'s final solution in `text` (an extraction turn when configured); `intro` says
         what `text` is when it is not the agent's own last reply."""
-
-    def judge_break(self) -> tuple[Verdict, str]:
-        """(a correct answer was reached, the answer, the judge's raw reply)."""
 
     def judge_extract(self) -> tuple[str, str]:
         """(the judge's own answer from the whole debate, its raw reply)."""
@@ -336,10 +335,15 @@ class Judge(Protocol):
         if eng.cfg.judge_adaptive_break:
             # Seed 002 (and the MAD code): the discriminative judge is asked after every round, the
             # last one included; only when it never finds an answer does it extract one.
-            verdict, raw = eng.judge_break()
+            verdict, raw, latest = self._break(eng)
             details = {"judgment": raw, "mode": "discriminative", **self._side(eng, verdict)}
-            if verdict.decision and verdict.answer.strip():
-                return Outcome(True, "the judge found a correct answer (adaptive break)", answer=verdict.answer.strip(),
+            # The judge's answer in its own words; when it says YES and names whom it supports without
+            # one, that speaker's final answer. Here we follow the paper (Eq. 1: True ends the debate)
+            # over MAD's code, which goes on while its moderator's debate_answer is empty.
+            named = final_answer(latest.get(details.get("side_agent") or "", ""))
+            answer = verdict.answer.strip() or named
+            if verdict.decision and answer:
+                return Outcome(True, "the judge found a correct answer (adaptive break)", answer=answer,
                                winner_agent="judge", details=details)
             if not last:
                 return Outcome(False, "the judge wants the debate to go on", details=details)
@@ -354,19 +358,45 @@ class Judge(Protocol):
         return first_agent_fallback(last, eng, why)
 
     @staticmethod
+    def _break(eng) -> tuple[Verdict, str, dict[str, str]]:
+        """Seed 002's discriminative mode: the judge reads the debate, each speaker's latest reply
+        listed by label, and says whether a correct answer is reached and whom it supports. In a
+        two-sided debate it names the debater whose side it supports (MAD's moderator reads both
+        sides' arguments of the round); in any other paradigm it names the participant whose answer
+        is right, or none, and states the answer in its own words (never "affirmative or negative":
+        those agents took no sides). Returns (verdict, raw reply, label -> latest reply)."""
+        said = [t for t in eng.turns if t.kind in DISCUSSION_KINDS and t.status == "ok"]
+        latest = {t.agent: t for t in said}  # each speaker's last reply (turns come in planned order)
+        earlier = [f"[{t.agent}] (round {t.round}): {t.content.strip()}" for t in said if latest[t.agent] is not t]
+        shown = [(label, latest[label].content) for label in eng.labels if label in latest]
+        messages = judge_break_prompt(eng.cfg.question, eng.cfg.task, earlier, shown, len(eng.labels), eng.sides)
+        reply = verdict_format(list(eng.labels), sided=bool(eng.sides))
+        turn = eng.consult("judge", "judge", messages, eng.cfg.judge_model or eng.cfg.agents[0].model, reply)
+        verdict = read_judge_verdict(turn.content, eng.labels) if turn.status == "ok" else Verdict(None, "", None, "")
+        return verdict, turn.content, {label: t.content for label, t in latest.items()}
+
+    @staticmethod
     def _side(eng, verdict: Verdict) -> dict[str, Any]:
-        """The side the judge supported and who argued it (seed 002 Table 6: judge bias by model family)."""
-        if verdict.side not in ("affirmative", "negative") or len(eng.cfg.agents) < 2:
-            return {"side": verdict.side, "reason": verdict.reason}
-        agent = eng.cfg.agents[0 if verdict.side == "affirmative" else 1]
-        return {"side": verdict.side, "side_agent": agent.label, "side_model": agent.model, "reason": verdict.reason}
+        """Whom the judge supported: the side (two-sided debates; seed 002 Table 6 counts the judge's
+        bias by model family) and the agent who argued it, with its model; in other paradigms the
+        participant it named (no side). A MAD-style "Affirmative" / "Negative" verdict names the
+        debater who argued that side."""
+        sides = eng.sides or {}
+        agent = verdict.agent
+        if agent is None and verdict.side in ("affirmative", "negative"):
+            agent = next((label for label, side in sides.items() if side == verdict.side), None)
+        model = next((a.model for a in eng.cfg.agents if a.label == agent), None)
+        if agent is None or model is None:
+            return {"side": verdict.side if sides else None, "reason": verdict.reason}
+        return {"side": sides.get(agent), "side_agent": agent, "side_model": model, "reason": verdict.reason}
 
     @classmethod
     def _extract(cls, eng, why: str) -> Outcome:
         answer, raw = eng.judge_extract()
         return Outcome(True, why + ": the judge states the answer (extractive mode)", answer=answer,
                        winner_agent="judge",
-                       details={"judgment": raw, "mode": "extractive", **cls._side(eng, read_judge_verdict(raw))})
+                       details={"judgment": raw, "mode": "extractive",
+                                **cls._side(eng, read_judge_verdict(raw, eng.labels))})
 
     @staticmethod
     def _select(eng) -> Outcome:

@@ -22,7 +22,9 @@ The shapes (solutions are numbered from 1, as the prompts show them):
                                                           after parsing (at most the budget)
   agreement             {"agree": false, "reason": "..."} reason at most 100 characters
   extraction            {"answer": "..."}                 at most 160 characters
-  judge verdict         {"decision": "YES", "side": "Negative", "answer": "...", "reason": "..."}
+  judge verdict         {"decision": "YES", "side": "Agent 2", "answer": "...", "reason": "..."}
+                        two-sided: the side by debater label; other paradigms "participant": a
+                        label or "none" instead of "side"
   judge choice          {"choice": "Agent 2"}             one of the participants' labels
   persona list          {"personas": ["Geologist: ...", ...]}  one expert per agent still without a
                                                           persona, each at most 160 characters
@@ -58,7 +60,7 @@ AGREEMENT_REASON_CHARS = 100
 ANSWER_CHARS = 160
 VERDICT_REASON_CHARS = 240
 JUDGE_DECISIONS = ("YES", "NO")
-JUDGE_SIDES = ("Affirmative", "Negative")
+NO_PARTICIPANT = "none"  # a judge outside two-sided debates names no participant: it gives its own answer
 
 # Keywords a grammar-based backend enforces and a hosted strict mode may refuse.
 _BOUNDS = frozenset({"maxLength", "minLength", "minItems", "maxItems", "uniqueItems", "minimum", "maximum"})
@@ -178,11 +180,20 @@ def extraction_format() -> ReplyFormat:
     return ReplyFormat("extraction", "final_answer", _object(answer=_text(ANSWER_CHARS)))
 
 
-def verdict_format() -> ReplyFormat:
-    """The discriminative judge's verdict (seed 002): the fields its prompt asks for, and a reason."""
+def verdict_format(labels: list[str], sided: bool = True) -> ReplyFormat:
+    """The discriminative judge's verdict (seed 002): the fields its prompt asks for, and a reason.
+
+    The judge names whom it supports by label: in a two-sided debate (`sided`) the debater whose side
+    it supports ("side", one of `labels`; MAD's judge names "Affirmative" or "Negative", which the
+    reader still takes for two debaters); in any other paradigm the participant whose answer is
+    correct, or "none" ("participant")."""
+    if sided:
+        named = {"side": {"type": "string", "enum": list(labels)}}
+    else:
+        named = {"participant": {"type": "string", "enum": [*labels, NO_PARTICIPANT]}}
     return ReplyFormat("verdict", "judge_verdict", _object(
         decision={"type": "string", "enum": list(JUDGE_DECISIONS)},
-        side={"type": "string", "enum": list(JUDGE_SIDES)},
+        **named,
         answer=_text(ANSWER_CHARS),
         reason=_text(VERDICT_REASON_CHARS),
     ))

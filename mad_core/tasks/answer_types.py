@@ -87,13 +87,22 @@ Then a lead-in ("Answer:", "The answer is") is dropped. Kind by kind:
 ``text`` -> str, SQuAD normalisation: casefold, punctuation removed, the articles a/an/the
   removed, whitespace collapsed; empty is invalid. (Agreement by embedding clusters is done
   elsewhere.)
+
+Shown to people (``shown_answer(text, config)``, ``shown_value(kind, value, source)``): the one
+reading every display uses (the Presenter's answer line, the poll's "current answers", the
+handout's answer lines, the decision card, the timeline cells): the letter, yes/no, "Name: role,
+...", the answer text (whitespace folded), or ``NO_READABLE``. A number is the value read, written
+as a person writes it (``number_text``): integers in full, a decimal as its digits ("0.05", "1.5"),
+rounded to 12 significant digits when it was written with 15 or more (a float printed in full:
+"4.0000000000000001" -> "4", "0.30000000000000004" -> "0.3"), "n/d" only for a value no decimal
+writes exactly (1/3); never a float's repr nor an unreduced "40000000000000001/10000000000000000".
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -110,6 +119,7 @@ from mad_core.answers import (
 )
 
 KINDS = ("choice", "number", "yes_no", "kks", "text")
+NO_READABLE = "no readable answer"  # what a display shows for a reply that holds no answer of the debate's type
 ROLES = ("knight", "knave", "spy")
 LETTERS = "ABCDEFGHIJ"
 
@@ -787,3 +797,84 @@ def is_correct(kind: str, answer_text: Any, truth: Any, **kw: Any) -> bool | Non
     if not judged:
         return None
     return any(judged)
+
+
+# --- shown to people ------------------------------------------------------------------------------
+
+SHOWN_DIGITS = 12  # significant digits a long decimal is shown with (a float's noise is past the 15th)
+_NOISY_DIGITS = 15  # a decimal written with this many significant digits or more is a float printed in full
+_WHOLE_DIGITS = 40  # a longer integer is shown in scientific form
+
+
+def number_text(value: Fraction) -> str:
+    """`value` as a person writes it: "4", "0.05", "-1.5", "1/3" (only when no decimal writes it
+    exactly), a decimal of 15 or more significant digits rounded to 12 ("4.0000000000000001" ->
+    "4"), an integer of more than 40 digits or a tiny decimal in scientific form ("1e+400")."""
+    value = Fraction(value)
+    if value.denominator == 1 and len(str(abs(value.numerator))) <= _WHOLE_DIGITS:
+        return str(value.numerator)
+    if value.denominator != 1 and not _terminates(value):
+        return f"{value.numerator}/{value.denominator}"
+    with localcontext() as context:  # exact: the decimal terminates
+        context.prec = len(str(abs(value.numerator))) + len(str(value.denominator)) + 2
+        exact = (Decimal(value.numerator) / Decimal(value.denominator)).normalize()
+    digits = len(exact.as_tuple().digits)
+    if digits >= _NOISY_DIGITS or abs(exact.adjusted()) > _WHOLE_DIGITS:
+        with localcontext() as context:
+            context.prec = SHOWN_DIGITS
+            exact = (+exact).normalize()
+    if abs(exact.adjusted()) > _WHOLE_DIGITS:
+        return f"{exact:e}"
+    return f"{exact:f}"
+
+
+def shown_value(kind: str, value: Any, source: str = "") -> str:
+    """How a read answer (`Reading.value` of kind `kind`, read from `source`) is shown: the letter,
+    yes/no, "Name: role, ...", the number (`number_text`), the answer text as written (whitespace
+    folded, whole: each display cuts it to its room, the decision card keeps the whole one a click
+    away). The metric report's answers (timeline, votes, exports) are these too."""
+    if kind == "kks" and isinstance(value, Mapping):
+        return ", ".join(f"{name}: {role}" for name, role in value.items())
+    if kind == "number" and isinstance(value, Fraction):
+        return number_text(value)
+    if kind == "text":
+        return " ".join(str(source).split()) or str(value)
+    return str(value)
+
+
+def _not_shown(error: Exception) -> str:
+    return NO_READABLE
+
+
+@never_raises(_not_shown)
+def shown_answer(text: Any, config: Mapping | None = None, stated: str | None = None) -> str:
+    """The answer in `text` (a reply, or a decided answer) as every display shows it, read with the
+    debate's answer type (`config`'s ``answer_type`` and ``answer_options``; free text without
+    one): `shown_value` of the reading, or NO_READABLE when the reply holds none. Never raises.
+
+    `stated` (a turn's own answer, as its paradigm read it) counts only for a Knight-Knave-Spy
+    reply that is not a whole assignment: a per-player debate reply states one player's role
+    ("Liam: knight"), shown as that part of the assignment."""
+    answer_type = DebateAnswerType.of(config)
+    reading = read_answer(answer_type.kind, text, **answer_type.keywords) if str(text or "").strip() else None
+    if (reading is None or not reading.valid) and answer_type.kind == "kks" and stated:
+        part = read_answer("kks", stated, names=[name for name in answer_type.options or []
+                                                if name.casefold() in stated.casefold()] or None)
+        reading = part if part.valid else reading
+    if reading is None or not reading.valid:
+        return NO_READABLE
+    return shown_value(answer_type.kind, reading.value, reading.source)
+
+
+_WORDS = re.compile(r"[^\W\d_]++")
+_NUMBER_REFERENCE_WORDS = 2  # "5 cents", "$1.5 million": a number and a unit or two, not a sentence
+
+
+@never_raises(lambda error: False)
+def reads_as_number(text: Any) -> bool:
+    """Whether a written answer (a reference) is a number: it reads as one (kind "number") and holds
+    at most two words besides it ("0.05", "$0.05", "5 cents", "1/3"; not "Paris", nor "It was built
+    in 1889"). The form uses it to suggest the number answer type; never raises."""
+    text = str(text if text is not None else "")
+    return (len(text) <= 200 and read_answer("number", text).valid
+            and len(_WORDS.findall(text)) <= _NUMBER_REFERENCE_WORDS)

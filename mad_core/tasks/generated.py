@@ -4,11 +4,15 @@ What it is for: an experiment asks ``generated_items(name, n, seed, **options)``
 when its task set is not one of the written sets of sets.py:
 
   * ``"kks"``  Knight-Knave-Spy puzzles (seed 001) from ``kks.generate``. Options: ``players``
-    (3-9, default 4) and ``spies`` (0 to players, default 1: the paper's one spy, announced
-    by the game manager). Item ``i`` has the id ``kks-<players>p-s<seed>-<i>`` (with
-    ``-<spies>spy`` after ``p`` when spies is not 1), the rules and the puzzle text as its
-    question, the answer "Name: role" per line in speaking order, ``names`` the players in
-    speaking order and ``data`` the puzzle in the kks/1 JSON format (kks.to_json).
+    (3-9, default 4), ``spies`` (0 to players, default 1: the paper's one spy, announced
+    by the game manager), ``method`` ("default", ours, or "authors": drawn at random and kept
+    when unique, as the authors' generator does; kks.GENERATION_METHODS) and ``extra_hints``
+    (0-10, default 0: more game-manager hints, drawn as the authors' generator draws them).
+    Item ``i`` has the id ``kks-<players>p-s<seed>-<i>`` (after ``p``: ``-<spies>spy`` when
+    spies is not 1, ``-authors`` for that method, ``-<k>hints`` for extra hints), the rules and
+    the puzzle text as its question, the answer "Name: role" per line in speaking order,
+    ``names`` the players in speaking order and ``data`` the puzzle in the kks/1 JSON format
+    (kks.to_json).
 
   * ``"rg:<dataset>"``  items of a reasoning-gym dataset (reasoning-gym==0.1.25, Apache-2.0,
     procedural generators that run offline), for the datasets whose answers map onto our
@@ -86,17 +90,25 @@ def kks_item(puzzle: kks.Puzzle, item_id: str) -> TaskItem:
 
 
 def _kks_items(n: int, seed: int, options: dict[str, Any]) -> list[TaskItem]:
-    opts = _options("kks", options, {"players": 4, "spies": 1})
+    opts = _options("kks", options, {"players": 4, "spies": 1, "method": "default",
+                                     "extra_hints": 0})
     players = _integer("players", opts["players"], kks.MIN_PLAYERS, kks.MAX_PLAYERS)
     spies = _integer("spies", opts["spies"], 0, players)
-    tag = f"{players}p" + ("" if spies == 1 else f"-{spies}spy")
+    method = opts["method"]
+    if not isinstance(method, str) or method not in kks.GENERATION_METHODS:
+        raise ValueError(f"method: must be one of {', '.join(kks.GENERATION_METHODS)}, "
+                         f"got {method!r}")
+    hints = _integer("extra_hints", opts["extra_hints"], 0, kks.MAX_EXTRA_HINTS)
+    tag = f"{players}p" + ("" if spies == 1 else f"-{spies}spy") + \
+        ("" if method == "default" else f"-{method}") + (f"-{hints}hints" if hints else "")
     items: list[TaskItem] = []
     seen: set[str] = set()
     for j in range(_STRIDE):
         if len(items) == n:
             break
-        puzzle = kks.generate(players, seed * _STRIDE + j, n_spies=spies)
-        key = repr((puzzle.names, puzzle.statements))
+        puzzle = kks.generate(players, seed * _STRIDE + j, n_spies=spies, method=method,
+                              extra_hints=hints)
+        key = repr((puzzle.names, puzzle.statements, puzzle.hints))
         if key in seen:  # small puzzles (3 players) can repeat under another seed
             continue
         seen.add(key)

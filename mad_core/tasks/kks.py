@@ -10,7 +10,11 @@ only when exactly one assignment is.
 
   * ``generate(n_players, seed)``  a puzzle (3-9 players) with exactly one solution; the same
     arguments give the same puzzle. One spy by default, announced by the game manager's hint,
-    as in the paper.
+    as in the paper. ``method="authors"`` draws the way the authors' generator does (every
+    statement at random, a puzzle kept only when unique: rejection sampling, bounded by
+    ``max_attempts``); the default (ours) picks a solution first and leans to knights. Both
+    take well under a second for 9 players. ``extra_hints=k`` adds k game-manager hints drawn
+    as the authors' generator draws them.
   * ``solve(puzzle)``  every consistent assignment, by brute force over all 3**n assignments
     (19,683 for 9 players): exact, never a heuristic.
   * ``to_json`` / ``from_json``  the documented format below, lossless; ``from_controlmad``
@@ -91,6 +95,7 @@ import itertools
 import operator
 import random
 import re
+import runpy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
@@ -99,6 +104,7 @@ __all__ = [
     "ROLES", "RULES", "FORMAT", "NAME_POOL",
     "RoleCount", "TruthCount", "SameRole", "SameTruthfulness", "DifferentRoles",
     "RoleParity", "TruthParity", "ExactlyOne", "Statement", "STATEMENT_KINDS", "Puzzle",
+    "GENERATION_METHODS", "MAX_EXTRA_HINTS",
     "generate", "solve", "has_unique_solution", "evaluate", "statement_truths", "is_consistent", "statement_text",
     "to_json", "from_json", "from_controlmad",
 ]
@@ -796,29 +802,59 @@ def from_controlmad(record: Mapping[str, Any]) -> Puzzle:
 
 # --- generator ----------------------------------------------------------------------------------
 
+# Two ways to generate (``method``):
+#   "default"  ours: a hidden solution first, then statements that solution allows, keeping the
+#              more constraining of two draws (its sets lean to knights and to other statement
+#              kinds, measurably unlike the released set: tests/unit/test_kks_methods.py).
+#   "authors"  the authors' (ControlMAD utils/generator.py + utils/groundTruth.py,
+#              generate_ground_truth): every statement drawn at random with no solution in mind,
+#              the whole puzzle solved, and kept only when exactly one assignment is consistent
+#              (rejection sampling, at most ``max_attempts`` puzzles drawn).
+GENERATION_METHODS: tuple[str, ...] = ("default", "authors")
+MAX_EXTRA_HINTS = 10
+
 # Kinds drawn with the weights of the paper's generator (its schema numbers 1-15 are drawn
 # uniformly, and several numbers share one kind).
 _KIND_WEIGHTS: tuple[tuple[str, int], ...] = (
     ("role_count", 3), ("truth_count", 2), ("same_role", 2), ("same_truthfulness", 2),
     ("different_roles", 1), ("role_parity", 2), ("truth_parity", 2), ("exactly_one", 1),
 )
-# Fewest earlier speakers a kind needs (statements about truthfulness name earlier speakers).
+# Extra game-manager hints as the authors' generator draws them (ControlMAD utils/generator.py,
+# generate_single_game_abstract, ``num_hint``): after the hint on the number of spies, each
+# extra hint is of a schema drawn uniformly from 1-10 (role_count 1-3, truth_count 4-5,
+# same_role 6-7, same_truthfulness 8-9, different_roles 10; never a parity or an exactly_one),
+# with the arguments a player's statement of that schema gets, except that hints about
+# truthfulness may name every player (the authors draw them as an extra speaker after the
+# last); a count of spies among all players is drawn again (the first hint already gives it).
+_HINT_KIND_WEIGHTS: tuple[tuple[str, int], ...] = (
+    ("role_count", 3), ("truth_count", 2), ("same_role", 2), ("same_truthfulness", 2),
+    ("different_roles", 1),
+)
 _CANDIDATES = 2  # statements the role allows, drawn per speaker; the most informative is kept
 _LAST_CANDIDATES = 40
 _MAX_DRAWS = 200
+_DEFAULT_MAX_ATTEMPTS = {"default": 1000, "authors": 2000}
+# Fewest earlier speakers a kind needs (statements about truthfulness name earlier speakers).
 _MIN_EARLIER = {"truth_count": 1, "same_truthfulness": 2, "truth_parity": 3}
 
+_Drawn = tuple[list[Statement], list[Statement], tuple[int, ...]]  # statements, extra hints, solution
+_Live = list[tuple[tuple[int, ...], list[bool]]]  # consistent (roles, truths so far) pairs
 
-def _draw_kind(rng: random.Random, i: int, allow_xor: bool) -> str:
-    kinds = [(k, w) for k, w in _KIND_WEIGHTS
+
+def _draw_kind(rng: random.Random, i: int, allow_xor: bool,
+               weights: tuple[tuple[str, int], ...] = _KIND_WEIGHTS) -> str:
+    kinds = [(k, w) for k, w in weights
              if i >= _MIN_EARLIER.get(k, 0) and (allow_xor or k != "exactly_one")]
     return rng.choices([k for k, _ in kinds], weights=[w for _, w in kinds])[0]
 
 
 def _draw_statement(rng: random.Random, names: list[str], i: int, n_spies: int,
-                    allow_xor: bool = True) -> Statement:
+                    allow_xor: bool = True, *, kind: str | None = None,
+                    distinct_parts: bool = True) -> Statement:
+    """A random statement for speaker ``i`` (``i == len(names)``: a hint, after every speaker).
+    ``distinct_parts=False`` lets an exactly_one repeat a part, as the authors' generator does."""
     n = len(names)
-    kind = _draw_kind(rng, i, allow_xor)
+    kind = kind or _draw_kind(rng, i, allow_xor)
     earlier = names[:i]
     if kind == "role_count":
         group = tuple(rng.sample(names, rng.randint(1, n)))
@@ -842,87 +878,176 @@ def _draw_statement(rng: random.Random, names: list[str], i: int, n_spies: int,
                            rng.choice(TRUTHFULNESS), rng.choice(PARITIES))
     a = _draw_statement(rng, names, i, n_spies, allow_xor=False)
     b = _draw_statement(rng, names, i, n_spies, allow_xor=False)
-    while b == a:
+    while distinct_parts and b == a:
         b = _draw_statement(rng, names, i, n_spies, allow_xor=False)
     return ExactlyOne((a, b))
 
 
-def generate(n_players: int, seed: int, *, n_spies: int = 1, max_attempts: int = 1000) -> Puzzle:
-    """A puzzle of ``n_players`` (3-9) with exactly one solution, the same for the same arguments.
+def _draw_hint(rng: random.Random, names: list[str], n_spies: int) -> Statement:
+    """One extra game-manager hint, drawn as the authors' generator draws it (_HINT_KIND_WEIGHTS)."""
+    n = len(names)
+    kind = _draw_kind(rng, n, False, _HINT_KIND_WEIGHTS)
+    while True:  # ends: a group smaller than all players comes with probability at least 2/3
+        hint = _draw_statement(rng, names, n, n_spies, kind=kind)
+        if not (isinstance(hint, RoleCount) and hint.role == "spy" and len(hint.players) == n):
+            return hint
 
-    As in the paper, the game manager's only hint is the number of spies among all players
-    (one by default). Each attempt draws a hidden role assignment and, speaker by speaker,
-    random statements of the paper's kinds (with the weights of its generator) that the
-    speaker's role allows (true for a knight, false for a knave, either for a spy); of two such
-    draws the one leaving fewer consistent assignments is kept, and the last speaker draws up
-    to 40 until exactly one is left. An attempt succeeds when exactly one assignment (the
-    hidden one) is consistent with the hint and all statements. Uniform draws with
-    retries alone (the paper's way) rarely give a unique 8-9 player puzzle within a second.
-    Raises ValueError after ``max_attempts`` failed attempts.
-    """
-    if isinstance(n_players, bool) or not isinstance(n_players, int) \
-            or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
+
+def _keep_allowed(live: _Live, f: _Eval, i: int) -> _Live:
+    """The assignments of ``live`` under which speaker ``i``'s statement ``f`` fits their role."""
+    out = []
+    for R, T in live:
+        t = f(R, T)
+        if _allowed(R, t, i):
+            out.append((R, T + [t]))
+    return out
+
+
+def _authors_draw(rng: random.Random, names: list[str], index: dict[str, int],
+                  base: list[tuple[int, ...]], n_spies: int, extra_hints: int) -> _Drawn | None:
+    """One puzzle drawn the authors' way: every statement and hint at random, no solution in mind.
+    None unless exactly one assignment is consistent. Stopping as soon as none is left keeps the
+    accepted puzzles distributed exactly as when every draw is completed and then solved."""
+    live: _Live = [(R, []) for R in base]
+    statements: list[Statement] = []
+    for i in range(len(names)):
+        st = _draw_statement(rng, names, i, n_spies, distinct_parts=False)
+        live = _keep_allowed(live, _compile(st, index), i)
+        if not live:
+            return None
+        statements.append(st)
+    hints = [_draw_hint(rng, names, n_spies) for _ in range(extra_hints)]
+    for h in hints:
+        f = _compile(h, index)
+        live = [(R, T) for R, T in live if f(R, T)]
+    return (statements, hints, live[0][0]) if len(live) == 1 else None
+
+
+def _true_hints(rng: random.Random, names: list[str], index: dict[str, int], n_spies: int,
+                secret: tuple[int, ...], truths: list[bool], k: int) -> list[Statement] | None:
+    """``k`` extra hints drawn as the authors draw them, each redrawn until true of ``secret``."""
+    hints: list[Statement] = []
+    for _ in range(k):
+        for _tries in range(_MAX_DRAWS):
+            h = _draw_hint(rng, names, n_spies)
+            if _compile(h, index)(secret, truths):
+                hints.append(h)
+                break
+        else:  # pragma: no cover - about one random hint in three is true
+            return None
+    return hints
+
+
+def _default_draw(rng: random.Random, names: list[str], index: dict[str, int],
+                  base: list[tuple[int, ...]], n_spies: int, extra_hints: int) -> _Drawn | None:
+    """One attempt of our generator (see ``generate``); None when it does not end unique."""
+    n_players = len(names)
+    spies = set(rng.sample(range(n_players), n_spies))
+    secret = tuple(_SPY if i in spies else rng.choice((_KNIGHT, _KNAVE)) for i in range(n_players))
+    secret_truths: list[bool] = []
+    statements: list[Statement] = []
+    live: _Live = [(R, []) for R in base]
+    for i in range(n_players):
+        best: tuple[Statement, bool, _Live] | None = None
+        drawn = 0
+        for _tries in range(_MAX_DRAWS):
+            st = _draw_statement(rng, names, i, n_spies)
+            f = _compile(st, index)
+            t = f(secret, secret_truths)
+            if not _allowed(secret, t, i):
+                continue
+            nxt = _keep_allowed(live, f, i)
+            if best is None or len(nxt) < len(best[2]):
+                best = (st, t, nxt)
+            drawn += 1
+            # The last speaker keeps drawing until the puzzle is unique (or draws run out).
+            if drawn >= _CANDIDATES and (i < n_players - 1 or len(best[2]) == 1
+                                         or drawn >= _LAST_CANDIDATES):
+                break
+        if best is None:  # pragma: no cover - true and false statements are easy to draw
+            return None
+        statements.append(best[0])
+        secret_truths.append(best[1])
+        live = best[2]
+    if len(live) != 1:
+        return None
+    assert live[0][0] == secret
+    # Extra hints come after the statements, true of the hidden solution: they add information
+    # without changing the puzzle's statements or its solution.
+    hints = _true_hints(rng, names, index, n_spies, secret, secret_truths, extra_hints)
+    return None if hints is None else (statements, hints, secret)
+
+
+def _check_generate_args(n_players: Any, seed: Any, n_spies: Any, max_attempts: Any,
+                         method: Any, extra_hints: Any) -> None:
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not is_int(n_players) or not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
         raise ValueError(f"n_players: must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS}, "
                          f"got {n_players!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_int(seed):
         raise ValueError(f"seed: must be an integer, got {seed!r}")
-    if isinstance(n_spies, bool) or not isinstance(n_spies, int) or not 0 <= n_spies <= n_players:
+    if not is_int(n_spies) or not 0 <= n_spies <= n_players:
         raise ValueError(f"n_spies: must be an integer from 0 to {n_players}, got {n_spies!r}")
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 0:
+    if max_attempts is not None and (not is_int(max_attempts) or max_attempts < 0):
         raise ValueError(f"max_attempts: must be a non-negative integer, got {max_attempts!r}")
-    rng = random.Random(f"kks/{n_players}/{n_spies}/{seed}")
+    if not _member(method, dict.fromkeys(GENERATION_METHODS)):
+        raise ValueError(f"method: must be one of {list(GENERATION_METHODS)}, got {method!r}")
+    if not is_int(extra_hints) or not 0 <= extra_hints <= MAX_EXTRA_HINTS:
+        raise ValueError(f"extra_hints: must be an integer from 0 to {MAX_EXTRA_HINTS}, "
+                         f"got {extra_hints!r}")
+
+
+def generate(n_players: int, seed: int, *, n_spies: int = 1, max_attempts: int | None = None,
+             method: str = "default", extra_hints: int = 0) -> Puzzle:
+    """A puzzle of ``n_players`` (3-9) with exactly one solution, the same for the same arguments.
+
+    As in the paper, the game manager's first hint is the number of spies among all players
+    (one by default); ``extra_hints`` (0-10) more follow, drawn as the authors' generator draws
+    them (_HINT_KIND_WEIGHTS).
+
+    ``method="default"`` (ours): each attempt draws a hidden role assignment and, speaker by
+    speaker, random statements of the paper's kinds (with the weights of its generator) that
+    the speaker's role allows (true for a knight, false for a knave, either for a spy); of two
+    such draws the one leaving fewer consistent assignments is kept, and the last speaker draws
+    up to 40 until exactly one is left. Extra hints are then drawn true of the hidden solution.
+    ``max_attempts`` defaults to 1000 attempts.
+
+    ``method="authors"`` (ControlMAD's): statements and extra hints are all drawn at random
+    with no solution in mind, and the puzzle is kept only when exactly one assignment is
+    consistent; ``max_attempts`` (default 2000) bounds the puzzles drawn. About 1 draw in 9 is
+    unique for 3 players and 1 in 40 for 6-9 with one spy (about 0.4 s for 9 players); with two
+    or more spies among 5 or more players hardly any is (1 in 1,000 for 5 players, none seen
+    for 7), and the bound is hit. Extra hints drawn at random can make a draw unique or
+    contradictory.
+
+    Raises ValueError naming the argument on bad input, and when ``max_attempts`` is spent.
+    """
+    _check_generate_args(n_players, seed, n_spies, max_attempts, method, extra_hints)
+    attempts = _DEFAULT_MAX_ATTEMPTS[method] if max_attempts is None else max_attempts
+    stream = "kks" if method == "default" else f"kks/{method}"
+    rng = random.Random(f"{stream}/{n_players}/{n_spies}/{seed}")
     names = rng.sample(NAME_POOL, n_players)
     index = {nm: i for i, nm in enumerate(names)}
     hint = RoleCount(tuple(names), "spy", n_spies)
     base = _hint_filtered(n_players, [_compile(hint, index)])
-    for _ in range(max_attempts):
-        spies = set(rng.sample(range(n_players), n_spies))
-        secret = tuple(_SPY if i in spies else rng.choice((_KNIGHT, _KNAVE))
-                       for i in range(n_players))
-        secret_truths: list[bool] = []
-        statements: list[Statement] = []
-        live: list[tuple[tuple[int, ...], list[bool]]] = [(R, []) for R in base]
-        for i in range(n_players):
-            best: tuple[Statement, _Eval, bool, list[Any]] | None = None
-            drawn = 0
-            for _tries in range(_MAX_DRAWS):
-                st = _draw_statement(rng, names, i, n_spies)
-                f = _compile(st, index)
-                t = f(secret, secret_truths)
-                if not _allowed(secret, t, i):
-                    continue
-                nxt = []
-                for R, T in live:
-                    tr = f(R, T)
-                    if _allowed(R, tr, i):
-                        nxt.append((R, T + [tr]))
-                if best is None or len(nxt) < len(best[3]):
-                    best = (st, f, t, nxt)
-                drawn += 1
-                # The last speaker keeps drawing until the puzzle is unique (or draws run out).
-                if drawn >= _CANDIDATES and (i < n_players - 1 or len(best[3]) == 1
-                                             or drawn >= _LAST_CANDIDATES):
-                    break
-            if best is None:  # pragma: no cover - true and false statements are easy to draw
-                break
-            statements.append(best[0])
-            secret_truths.append(best[2])
-            live = best[3]
-        if len(statements) == n_players and len(live) == 1:
-            assert live[0][0] == secret
-            return Puzzle(names=names, statements=statements, hints=[hint],
+    draw = _authors_draw if method == "authors" else _default_draw
+    for _ in range(attempts):
+        drawn = draw(rng, names, index, base, n_spies, extra_hints)
+        if drawn is not None:
+            statements, extra, secret = drawn
+            suffix = ("" if method == "default" else f"-{method}") + \
+                (f"-{extra_hints}hints" if extra_hints else "")
+            return Puzzle(names=names, statements=statements, hints=[hint, *extra],
                           solution={nm: ROLES[r] for nm, r in zip(names, secret)},
-                          id=f"gen-{n_players}-{seed}")
+                          id=f"gen-{n_players}-{seed}{suffix}")
+    how = "attempts" if method == "default" else "puzzles drawn at random (method 'authors')"
     raise ValueError(f"generate: no puzzle with exactly one solution for n_players={n_players}, "
-                     f"seed={seed}, n_spies={n_spies} within max_attempts={max_attempts} attempts")
+                     f"seed={seed}, n_spies={n_spies}, extra_hints={extra_hints} within "
+                     f"max_attempts={attempts} {how}; raise max_attempts or try another seed")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mad_core.tasks.kks solve FILE | generate N_PLAYERS --seed S``: kks_cli.main."""
-    from .kks_cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # python -m mad_core.tasks.kks: the command is kks_cli's, which
+    # imports this module; run as a script, never imported, so the library needs no command.
+    runpy.run_module("mad_core.tasks.kks_cli", run_name="__main__", alter_sys=True)

@@ -9,12 +9,17 @@ write puzzles of our generator to a file:
     paper's released set (``groundtruth/<n>.jsonl``), converted by ``kks.from_controlmad``.
     For each puzzle one line: its id (or ``#<n>``, its place in the file), its solutions, and
     when the record carries a published solution whether ours matches it; then a summary.
+    Labels are unique: an id seen before in the file gets its occurrence, ``7-12 (2)`` (the
+    paper's released 7-player file repeats 40 game ids), and a note before the summary says so.
     Exit status 0 when every puzzle has exactly one solution that matches its published one
     (where given), 1 otherwise (a record that cannot be read counts as a failure, named by its
     place, id and field), 2 when the file itself cannot be read or the arguments are wrong.
-  * ``generate N_PLAYERS --seed S [--count K] [--spies M]``  K puzzles (default 1) as kks/1
-    JSON Lines: the puzzles an experiment with task set ``kks``, ``task_seed: S`` and
-    ``players: N_PLAYERS`` debates (mad_core/tasks/generated.py), ids included.
+  * ``generate N_PLAYERS --seed S [--count K] [--spies M] [--method default|authors]
+    [--extra-hints H]``  K puzzles (default 1) as kks/1 JSON Lines: the puzzles an experiment
+    with task set ``kks``, ``task_seed: S`` and ``players: N_PLAYERS`` (and ``spies``,
+    ``method``, ``extra_hints``) debates (mad_core/tasks/generated.py), ids included.
+    ``--method authors`` draws puzzles the authors' way (at random, kept when unique);
+    ``--extra-hints`` adds game-manager hints as the authors' generator does (kks.generate).
 
 What it must not do: print a traceback for bad input, write any file, or call a model.
 """
@@ -27,11 +32,13 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from . import kks
+from .generated import generated_items
 
 __all__ = ["main", "read_records", "solve_records"]
 
 _SHOWN_SOLUTIONS = 3  # a puzzle with many solutions shows this many and a count
-_ARGUMENTS = {"players": "N_PLAYERS", "n": "--count", "seed": "--seed", "spies": "--spies"}
+_ARGUMENTS = {"players": "N_PLAYERS", "n": "--count", "seed": "--seed", "spies": "--spies",
+              "method": "--method", "extra_hints": "--extra-hints"}
 
 
 class InputError(Exception):
@@ -73,6 +80,16 @@ def _label(index: int, record: Any, puzzle: kks.Puzzle | None) -> str:
     return f"#{index}"
 
 
+def _unique(label: str, used: set[str]) -> str:
+    """``label``, or when the file already used it ``label (2)``, ``label (3)``, ..."""
+    unique, occurrence = label, 1
+    while unique in used:
+        occurrence += 1
+        unique = f"{label} ({occurrence})"
+    used.add(unique)
+    return unique
+
+
 def _puzzle(record: Any, fmt: str) -> kks.Puzzle:
     if fmt == "controlmad":
         return kks.from_controlmad(record)
@@ -88,6 +105,8 @@ def _puzzle(record: Any, fmt: str) -> kks.Puzzle:
 def solve_records(records: Sequence[Any], fmt: str, out: TextIO) -> bool:
     """Solve each record and print one line per puzzle and a summary; True when all pass."""
     unique = several = none = unreadable = matches = differs = 0
+    used: set[str] = set()
+    repeated = 0
     for index, record in enumerate(records, 1):
         puzzle = None
         try:
@@ -100,7 +119,9 @@ def solve_records(records: Sequence[Any], fmt: str, out: TextIO) -> bool:
             print(f"{where}: cannot be read: {exc}", file=out)
             unreadable += 1
             continue
-        label = _label(index, record, puzzle)
+        first = _label(index, record, puzzle)
+        label = _unique(first, used)
+        repeated += label != first
         solutions = kks.solve(puzzle)
         if len(solutions) == 1:
             unique += 1
@@ -122,6 +143,9 @@ def solve_records(records: Sequence[Any], fmt: str, out: TextIO) -> bool:
                 line += f" -- DIFFERS from the published solution ({_assignment(puzzle.names, puzzle.solution)})"
         print(line, file=out)
     total = len(records)
+    if repeated:
+        print(f"note: {repeated} label{'s' if repeated != 1 else ''} repeated an earlier id of "
+              "the file; each repeat is shown as 'ID (2)', 'ID (3)', ... in file order", file=out)
     print(f"{total} puzzle{'s' if total != 1 else ''}: {unique} with one solution, {several} with "
           f"several, {none} with none, {unreadable} unreadable; published solutions: {matches} "
           f"match, {differs} differ, {total - unreadable - matches - differs} not given", file=out)
@@ -129,9 +153,8 @@ def solve_records(records: Sequence[Any], fmt: str, out: TextIO) -> bool:
 
 
 def _generate(args: argparse.Namespace, out: TextIO) -> None:
-    from .generated import generated_items
-
-    options: dict[str, Any] = {"players": args.n_players}
+    options: dict[str, Any] = {"players": args.n_players, "method": args.method,
+                               "extra_hints": args.extra_hints}
     if args.spies is not None:
         options["spies"] = args.spies
     try:
@@ -161,6 +184,13 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, required=True)
     gen.add_argument("--count", type=int, default=1, help="how many puzzles (default 1)")
     gen.add_argument("--spies", type=int, default=None, help="how many spies (default 1)")
+    gen.add_argument("--method", choices=kks.GENERATION_METHODS, default="default",
+                     help="default: ours (a hidden solution first, then statements it allows); "
+                          "authors: the authors' way, statements drawn at random and a puzzle "
+                          "kept only when it has exactly one solution")
+    gen.add_argument("--extra-hints", type=int, default=0, metavar="H",
+                     help=f"extra game-manager hints after the number of spies, drawn as the "
+                          f"authors' generator draws them (0-{kks.MAX_EXTRA_HINTS}, default 0)")
     return parser
 
 
@@ -182,3 +212,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except (InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -46,8 +46,9 @@ RANKED = _format("ranked_ballot", {"ranking": {"type": "array", "items": NUMBER,
 CUMULATIVE = _format("cumulative_ballot", {str(n): {"type": "integer", "minimum": 0, "maximum": 10} for n in (1, 2, 3)})
 EXTRACTION = _format("final_answer", {"answer": {"type": "string", "maxLength": 160}})
 AGREEMENT = _format("agreement", {"agree": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 100}})
+# A judge outside two-sided debates names a participant (or none), never a side (tests/unit/test_mad_debaters.py).
 VERDICT = _format("judge_verdict", {"decision": {"type": "string", "enum": ["YES", "NO"]},
-                                    "side": {"type": "string", "enum": ["Affirmative", "Negative"]},
+                                    "participant": {"type": "string", "enum": [*LABELS, "none"]},
                                     "answer": {"type": "string", "maxLength": 160},
                                     "reason": {"type": "string", "maxLength": 240}})
 CHOICE = _format("judge_choice", {"choice": {"type": "string", "enum": LABELS}})
@@ -69,7 +70,7 @@ def replies(**by_format):
         if meta["kind"] == "challenge":
             return "AGREE"
         if meta["kind"] == "judge":
-            return "Decision: YES\nSupported side: Negative\nAnswer: Lyon"
+            return "Decision: YES\nChosen participant: Agent 2\nAnswer: Lyon"
         return f"My reasoning as {agent}, at some length.\nFinal answer: {ANSWERS.get(agent, 'Paris')}"
     return reply
 
@@ -81,8 +82,8 @@ JSON_REPLIES = {
     "cumulative_ballot": '{"1": 3, "2": 7, "3": 0}',
     "final_answer": lambda agent: json.dumps({"answer": ANSWERS[agent]}),
     "agreement": '{"agree": false, "reason": "Lyon is not the capital."}',
-    "judge_verdict": '{"decision": "YES", "side": "Negative", "answer": "Lyon", '
-                     '"reason": "The negative side argued it."}',
+    "judge_verdict": '{"decision": "YES", "participant": "Agent 2", "answer": "Lyon", '
+                     '"reason": "Agent 2 argued it."}',
     "judge_choice": '{"choice": "Agent 2"}',
 }
 
@@ -171,7 +172,7 @@ def test_json_verdict_and_choice_are_read(script):
     verdict = of(run(config(model, judge_model=model, protocol="judge")), DecisionReached)[0]
     assert (verdict.answer, verdict.winner_agent) == ("Lyon", "judge")
     assert {k: verdict.details[k] for k in ("side", "side_agent", "reason")} == \
-        {"side": "negative", "side_agent": "Agent 2", "reason": "The negative side argued it."}
+        {"side": None, "side_agent": "Agent 2", "reason": "Agent 2 argued it."}
     choice = of(run(config(model, judge_model=model, protocol="judge", judge_adaptive_break=False)),
                 DecisionReached)[0]
     assert (choice.winner_agent, choice.answer, choice.fallback) == ("Agent 2", "Lyon", None)

@@ -492,10 +492,10 @@ def test_two_sided_debaters_of_different_models_must_name_the_judge(script, role
     assert DebateConfig.from_dict({**base, "judge_model": second}).judge_model == second
 
 
-def test_two_sided_needs_two_agents_and_judge(script, roles):
+def test_two_sided_needs_two_to_four_agents_and_judge(script, roles):
     model, _ = script(roles())
-    with pytest.raises(ConfigError) as err:
-        make_config(model, n=3, paradigm="two_sided", protocol="judge")
+    with pytest.raises(ConfigError) as err:  # seed 002 Table 7 goes up to 4 (tests/unit/test_mad_debaters.py)
+        make_config(model, n=5, paradigm="two_sided", protocol="judge")
     assert err.value.field == "agents"
     with pytest.raises(ConfigError) as err:
         make_config(model, n=2, paradigm="two_sided", protocol="simple_voting")
@@ -642,17 +642,18 @@ def test_each_call_gets_its_own_seed_derived_from_the_debate_seed(script, roles)
 
 
 # ----- personas, challenge, failures --------------------------------------------------------------
-def test_generated_personas_are_one_validated_list_re_asked_when_it_repeats_an_expert(script, roles):
-    replies = iter(['{"personas": ["Geographer: knows capitals", "Geographer: knows rivers", "Historian: knows France"]}',
-                    '{"personas": ["Geographer: knows capitals", "Historian: knows France", "Linguist: knows names"]}'])
+def test_generated_personas_are_asked_one_at_a_time_and_a_repeated_expert_is_re_asked(script, roles):
+    replies = iter(['{"personas": ["Geographer: knows capitals"]}', '{"personas": ["Geographer: knows capitals"]}',
+                    '{"personas": ["Historian: knows France"]}', '{"personas": ["Linguist: knows names"]}'])
     model, _ = script(roles(persona=lambda m, meta: next(replies)))
     events, _ = run(make_config(model, rounds=1, max_rounds=1, auto_personas=True))
     assigned = of(events, PersonasAssigned)[0].personas
     assert assigned == {"Agent 1": "Geographer: knows capitals", "Agent 2": "Historian: knows France",
                         "Agent 3": "Linguist: knows names"}
     asked = turns(events, "persona")
-    assert len(asked) == 2  # the list with a repeated expert was re-asked once
-    assert "persona 2 is the same expert as persona 1" in asked[1].prompt[-1]["content"]
+    assert len(asked) == 4  # one request a persona, the repeated expert re-asked once
+    assert "Experts already on the panel:\n- Geographer: knows capitals" in asked[1].prompt[-1]["content"]
+    assert "the same expert as a persona already on the panel" in asked[2].prompt[-1]["content"]
     assert "Geographer" in turns(events, "discussion")[0].prompt[0]["content"]
 
 

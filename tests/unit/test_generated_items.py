@@ -93,7 +93,33 @@ def test_defaults_are_four_players_and_one_spy():
     assert list(item.data["solution"].values()).count("spy") == 1
 
 
+def test_authors_method_and_extra_hints_are_options_named_in_the_id():
+    plain = generated_items("kks", 3, 4, players=5)
+    authors = generated_items("kks", 3, 4, players=5, method="authors")
+    hinted = generated_items("kks", 3, 4, players=5, method="authors", extra_hints=2)
+    assert [i.id for i in authors] == [f"kks-5p-authors-s4-{j}" for j in range(3)]
+    assert hinted[0].id == "kks-5p-authors-2hints-s4-0"
+    assert generated_items("kks", 1, 4, players=5, spies=0, extra_hints=1)[0].id == "kks-5p-0spy-1hints-s4-0"
+    assert generated_items("kks", 3, 4, players=5, method="default") == plain  # the default, named
+    assert {repr(i.data["statements"]) for i in authors}.isdisjoint({repr(i.data["statements"]) for i in plain})
+    for item in authors + hinted:
+        puzzle = kks.from_json(item.data)
+        assert kks.solve(puzzle) == [puzzle.solution], item.id
+        assert len(puzzle.hints) == (3 if "hints" in item.id else 1)
+    # Same options, same items; a prefix of the set is the smaller set.
+    assert generated_items("kks", 2, 4, players=5, method="authors", extra_hints=2) == hinted[:2]
+
+
+def test_authors_sets_do_not_repeat_a_puzzle():
+    small = generated_items("kks", 150, 0, players=3, method="authors")
+    assert len({json.dumps(i.data["statements"]) for i in small}) == 150
+
+
 @pytest.mark.parametrize("args, options, field", [
+    (("kks", 2, 0), {"method": "paper"}, "method"),
+    (("kks", 2, 0), {"method": None}, "method"),
+    (("kks", 2, 0), {"extra_hints": 11}, "extra_hints"),
+    (("kks", 2, 0), {"extra_hints": "1"}, "extra_hints"),
     (("kks", 2, 0), {"players": 2}, "players"),
     (("kks", 2, 0), {"players": 10}, "players"),
     (("kks", 2, 0), {"players": "4"}, "players"),

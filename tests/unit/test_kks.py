@@ -1,4 +1,5 @@
 """Knight-Knave-Spy puzzles (mad_core.tasks.kks): semantics, exact solver, generator, JSON."""
+import collections
 import copy
 import json
 import os
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mad_core.tasks import kks
+from mad_core.tasks.generated import generated_items
 from mad_core.tasks.kks import (
     DifferentRoles,
     ExactlyOne,
@@ -328,13 +330,14 @@ def test_generation_is_deterministic_by_seed():
     assert kks.generate(6, 11).text != kks.generate(7, 11).text
 
 
-def test_generation_is_deterministic_across_processes():
+@pytest.mark.parametrize("options", [{}, {"method": "authors", "extra_hints": 2}])
+def test_generation_is_deterministic_across_processes(options):
     code = ("import json; from mad_core.tasks import kks; "
-            "print(json.dumps(kks.to_json(kks.generate(5, 3)), sort_keys=True))")
+            f"print(json.dumps(kks.to_json(kks.generate(5, 3, **{options!r})), sort_keys=True))")
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=ROOT, check=True).stdout.strip()
-    assert json.loads(out) == kks.to_json(kks.generate(5, 3))
+    assert json.loads(out) == kks.to_json(kks.generate(5, 3, **options))
 
 
 def test_generate_with_more_spies_announces_them():
@@ -365,10 +368,93 @@ def test_generate_gives_up_after_max_attempts():
     ({"n_players": "5", "seed": 0}, "n_players"),
     ({"n_players": 5, "seed": "x"}, "seed"),
     ({"n_players": 5, "seed": 0, "n_spies": 6}, "n_spies"),
+    ({"n_players": 5, "seed": 0, "method": "paper"}, "method"),
+    ({"n_players": 5, "seed": 0, "method": ["authors"]}, "method"),
+    ({"n_players": 5, "seed": 0, "extra_hints": -1}, "extra_hints"),
+    ({"n_players": 5, "seed": 0, "extra_hints": 11}, "extra_hints"),
+    ({"n_players": 5, "seed": 0, "extra_hints": True}, "extra_hints"),
+    ({"n_players": 5, "seed": 0, "max_attempts": -1}, "max_attempts"),
 ])
 def test_generate_rejects_bad_arguments(kwargs, field):
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ValueError, match=f"^{field}:"):
         kks.generate(**kwargs)
+
+
+# The authors' way (ControlMAD utils/generator.py): statements drawn at random, kept when unique.
+# tests/unit/test_kks_methods.py compares it with the default statistically.
+
+def test_authors_method_is_deterministic_by_seed_and_not_the_default():
+    a, b = kks.generate(5, 7, method="authors"), kks.generate(5, 7, method="authors")
+    assert kks.to_json(a) == kks.to_json(b) and a.id == "gen-5-7-authors"
+    assert kks.solve(a) == [a.solution]
+    assert len({kks.generate(5, s, method="authors").text for s in range(6)}) == 6
+    assert kks.to_json(kks.generate(5, 7)) != kks.to_json(a)  # another method, another puzzle
+    assert kks.generate(5, 7).id == "gen-5-7"  # the default's ids are unchanged
+
+
+def test_authors_method_stops_at_its_bound_with_a_clear_error():
+    # Three spies among seven players may say anything: a random draw is almost never unique.
+    with pytest.raises(ValueError) as info:
+        kks.generate(7, 0, n_spies=3, method="authors", max_attempts=30)
+    message = str(info.value)
+    assert "exactly one solution" in message and "max_attempts=30" in message
+    assert "method 'authors'" in message and "raise max_attempts" in message
+    with pytest.raises(ValueError, match="max_attempts=0"):
+        kks.generate(4, 0, method="authors", max_attempts=0)
+    # Within a bound a unique draw is found and kept as drawn: the same puzzle as unbounded.
+    assert kks.generate(4, 3, method="authors", max_attempts=2000) == kks.generate(4, 3, method="authors")
+
+
+def test_authors_method_may_repeat_a_part_of_exactly_one_as_the_authors_do():
+    repeats = [st for s in range(300) for st in kks.generate(3, s, method="authors").statements
+               if isinstance(st, ExactlyOne) and st.parts[0] == st.parts[1]]
+    assert repeats  # the authors' generator does not redraw an equal second part
+    default = [st for s in range(100) for st in kks.generate(3, s).statements
+               if isinstance(st, ExactlyOne)]
+    assert default and all(st.parts[0] != st.parts[1] for st in default)
+
+
+_HINT_KINDS = {"role_count", "truth_count", "same_role", "same_truthfulness", "different_roles"}
+
+
+@pytest.mark.parametrize("method", kks.GENERATION_METHODS)
+def test_extra_hints_are_of_the_authors_hint_kinds(method):
+    puzzles = [kks.generate(5, s, method=method, extra_hints=2) for s in range(25)]
+    kinds = collections.Counter(h.kind for p in puzzles for h in p.hints[1:])
+    assert set(kinds) <= _HINT_KINDS and len(kinds) >= 4
+    for p in puzzles:
+        assert len(p.hints) == 3 and p.hints[0] == RoleCount(tuple(p.names), "spy", 1)
+        assert p.id.endswith("-2hints")
+        for h in p.hints[1:]:  # never the number of spies again: the first hint gives it
+            assert not (isinstance(h, RoleCount) and h.role == "spy" and len(h.players) == 5)
+        assert kks.solve(p) == [p.solution]
+        assert kks.is_consistent(p, p.solution)
+    # Hints about truthfulness may name any player, the last speaker included.
+    named = {n for p in puzzles for h in p.hints if isinstance(h, (TruthCount, SameTruthfulness))
+             for n in h.players}
+    assert {p.names[-1] for p in puzzles} & named
+    assert "here are some hints for you" in puzzles[0].text
+
+
+def test_default_extra_hints_add_information_without_changing_the_puzzle():
+    for seed in range(10):
+        plain, hinted = kks.generate(6, seed), kks.generate(6, seed, extra_hints=3)
+        assert hinted.statements == plain.statements and hinted.solution == plain.solution
+        assert hinted.hints[:1] == plain.hints and len(hinted.hints) == 4
+        assert kks.solve(hinted) == [hinted.solution]
+
+
+def test_authors_extra_hints_take_part_in_the_uniqueness():
+    # Drawn at random, a hint can be what makes a puzzle unique: without the extra hints some
+    # puzzles of the authors' method with hints would have several solutions.
+    several = 0
+    for seed in range(40):
+        p = kks.generate(6, seed, method="authors", extra_hints=2)
+        bare = Puzzle(names=p.names, statements=p.statements, hints=p.hints[:1])
+        solutions = kks.solve(bare)
+        assert p.solution in solutions
+        several += len(solutions) > 1
+    assert several > 0
 
 
 # --- JSON ----------------------------------------------------------------------------------------
@@ -504,7 +590,6 @@ def test_cli_solve_jsonl_all_unique_and_matching_exits_0(tmp_path):
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["id"] for r in records] == [f"kks-5p-s3-{i}" for i in range(4)]
     assert all(r["format"] == "kks/1" and len(r["players"]) == 5 for r in records)
-    from mad_core.tasks.generated import generated_items
     assert records == [item.data for item in generated_items("kks", 4, 3, players=5)]
     rc, out, _ = _cli(["solve", _write(tmp_path, "p.jsonl", out)])
     assert rc == 0
@@ -533,6 +618,48 @@ def test_cli_solve_controlmad_records(tmp_path):
     rc, out, _ = _cli(["solve", path])  # forgot --format: told which one
     assert rc == 1 and "record 1: cannot be read: raw_schema: this is a record of the paper's " \
                        "released set; use --format controlmad" in out
+
+
+def test_cli_labels_repeated_game_ids_uniquely(tmp_path):
+    # The released 7-player file repeats 40 game ids; here game 4-1 three times.
+    records = [CM_4_1, CM_9_1, CM_4_1, CM_4_1]
+    path = _write(tmp_path, "gt.jsonl", "\n".join(json.dumps(r) for r in records) + "\n")
+    rc, out, _ = _cli(["solve", path, "--format", "controlmad"])
+    lines = out.splitlines()
+    labels = [line.split(": ", 1)[0] for line in lines[:4]]
+    assert labels == ["4-1", "9-1", "4-1 (2)", "4-1 (3)"]
+    assert len(set(labels)) == len(labels)  # no two puzzles share a label
+    assert lines[4] == ("note: 2 labels repeated an earlier id of the file; each repeat is shown as "
+                        "'ID (2)', 'ID (3)', ... in file order")
+    assert lines[5].startswith("4 puzzles: 4 with one solution") and rc == 0
+    # kks/1 records: a repeated id, and an id that is already what a repeat would be called.
+    a, b, c = (dict(PAPER_EXAMPLE, id=i) for i in ("x", "x", "x (2)"))
+    rc, out, _ = _cli(["solve", "-"], stdin=json.dumps([a, b, c]))
+    labels = [line.split(": ", 1)[0] for line in out.splitlines()[:3]]
+    assert labels == ["x", "x (2)", "x (2) (2)"]
+
+
+def test_cli_prints_no_note_when_every_id_is_new(tmp_path):
+    path = _write(tmp_path, "gt.jsonl", "\n".join(json.dumps(r) for r in (CM_4_1, CM_9_1)))
+    rc, out, _ = _cli(["solve", path, "--format", "controlmad"])
+    assert rc == 0 and "note:" not in out and "(2)" not in out
+
+
+def test_cli_generates_the_authors_way_with_extra_hints(tmp_path):
+    rc, out, err = _cli(["generate", "4", "--seed", "2", "--count", "3", "--method", "authors",
+                         "--extra-hints", "1"])
+    assert rc == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in records] == [f"kks-4p-authors-1hints-s2-{i}" for i in range(3)]
+    assert records == [item.data for item in
+                       generated_items("kks", 3, 2, players=4, method="authors", extra_hints=1)]
+    assert all(len(r["hints"]) == 2 for r in records)
+    rc, out, _ = _cli(["solve", _write(tmp_path, "p.jsonl", "\n".join(map(json.dumps, records)))])
+    assert rc == 0 and out.count("-- matches the published solution") == 3
+    rc, _, err = _cli(["generate", "4", "--seed", "0", "--extra-hints", "11"])
+    assert rc == 2 and "--extra-hints: must be an integer from 0 to 10" in err
+    rc, _, err = _cli(["generate", "4", "--seed", "0", "--method", "paper"])
+    assert rc == 2 and "--method" in err and "Traceback" not in err
 
 
 def test_cli_names_the_bad_record_and_field_and_goes_on_without_a_traceback(tmp_path):

@@ -373,9 +373,13 @@ def test_resume_reuses_every_finished_turn(script, tmp_path):
     events = list(resume_debate(engine.debate_id, store))
     assert [e.status for e in events if isinstance(e, DebateFinished)] == ["finished"]
     stored = sorted((t for t in store.turns(engine.debate_id) if t.status == "ok"), key=lambda t: t.seq)
-    assert [(t.round, t.agent, t.kind) for t in stored] == \
-        [(1, a, "proposal") for a in AGENTS] + [(1, a, "order") for a in AGENTS] + \
+    expected = [(1, a, "proposal") for a in AGENTS] + [(1, a, "order") for a in AGENTS] + \
         [(r, a, k) for r, a, k, _ in expected_schedule(NAMES, 1)[3:]]
+    got = [(t.round, t.agent, t.kind) for t in stored]
+    # The calls of one debate pass run at once: a pass cut by the stop may finish in any agent order
+    # on resume, but every turn is there once and the rounds and phases come in order.
+    assert sorted(got) == sorted(expected)
+    assert [(r, k) for r, _, k in got] == [(r, k) for r, _, k in expected]
     assert len(calls.history) - made == len(stored) - len(before)  # nothing finished is asked again
     validate_export(store.export_debate(engine.debate_id))  # its text ballots export and import
 
@@ -384,12 +388,13 @@ def test_a_backend_with_constrained_output_gets_each_phases_schema(script):
     model, calls = script(debater(), json_schema=True)
     run(kks_config(model, names=["Ann", "Bo"], confidence=True))
     sent = {}
-    for call in calls.history:
-        sent.setdefault(call["metadata"]["kind"], call["response_format"]["json_schema"]["schema"])
+    for call in calls.history:  # each kind's first call by Agent 1 (a debate pass asks all agents at once)
+        if call["metadata"]["agent"] == "Agent 1":
+            sent.setdefault(call["metadata"]["kind"], call["response_format"]["json_schema"]["schema"])
     proposal = sent["proposal"]["properties"]
     assert proposal["roles"]["properties"]["Bo"] == {"type": "string", "enum": ["knight", "knave", "spy"]}
     assert proposal["confidence"]["properties"]["Ann"] == {"type": "integer", "minimum": 1, "maximum": 10}
     debate = sent["debate"]["properties"]
     assert debate["player"] == {"type": "string", "enum": ["Ann"]}
-    assert debate["agree_with"]["items"]["enum"] == ["Agent 2", "Agent 3"]  # Agent 1 speaks first: not itself
+    assert debate["agree_with"]["items"]["enum"] == ["Agent 2", "Agent 3"]  # Agent 1's own format: not itself
     assert set(sent) == {"proposal", "debate", "adjustment", "final"}

@@ -115,6 +115,32 @@ def test_choice_debate_report_matches_the_hand_computed_numbers(script, store):
     json.dumps(report, allow_nan=False)  # plain JSON
 
 
+def test_an_unreadable_round_counts_the_same_in_accuracy_and_agreement_aucs(script, store):
+    """Issue 19.10 / seed 001 App. B: the AUCs average over every round, so a round whose answers
+    cannot be read scores 0 in the accuracy AUCs and the agreement AUCs alike (before: 0 in one,
+    left out of the other); the round itself is a gap that says how many answers were readable,
+    and 1 readable answer of 3 is no majority (the initial-state rule, "chaos")."""
+    answers = {1: {"Agent 1": "(Z) Rome", "Agent 2": "(Z) Rome", "Agent 3": "(Z) Rome"},  # no option Z: unreadable
+               2: {"Agent 1": "B", "Agent 2": "(Z) Rome", "Agent 3": "(Z) Rome"},  # one readable of three
+               3: {"Agent 1": "B", "Agent 2": "B", "Agent 3": "B"}}
+    debate = run_debate(script, store, answers, reference="B", answer_type="choice", answer_options=OPTIONS)
+    report = debate_report(store, debate, embed=FakeEmbed())
+    first, second, third = report["rounds"][:3]
+    assert [r["readable"] for r in (first, second, third)] == [0, 1, 3]
+    assert all(first[k] is None for k in ("agree_all", "agree_majority", "accuracy_strict", "accuracy_smooth"))
+    # one readable "B" of three agents: no clear majority, so the round's prediction is wrong, not "B"
+    assert (second["accuracy_strict"], second["agree_majority"], second["agree_all"]) == (0.0, 0.0, 0.0)
+    assert (third["accuracy_strict"], third["agree_all"]) == (1.0, 1.0)
+    summary = report["summary"]
+    n = len(report["rounds"])
+    expected = (n - 2) / n  # rounds 1 and 2 score 0, every later round 1
+    assert summary["accuracy_auc_strict"] == pytest.approx(expected)
+    assert summary["agreement_all_auc"] == pytest.approx(expected)  # must not happen: round 1 left out of T
+    assert summary["agreement_majority_auc"] == pytest.approx(expected)
+    table = "\n".join(reports.markdown_lines(report))
+    assert "| 1 | 0 of 3 |" in table and "| 2 | 1 of 3 |" in table  # how many answers each round had readable
+
+
 def test_numbers_in_different_forms_are_one_answer(script, store):
     answers = {1: {"Agent 1": "1/2", "Agent 2": "0.5", "Agent 3": "50%"}}
     report = debate_report(store, run_debate(script, store, answers, reference="0.50", answer_type="number"),

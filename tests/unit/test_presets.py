@@ -1,10 +1,13 @@
 """The presets in assets/presets follow their papers, value by value, and run offline.
 
 Every preset loads through `mad_core.presets.load_presets` (the app and the CLI share it), validates as a DebateConfig, uses only the offline
-default model, names its paper (seed, authors, title, sections) in `source` and in its comment block, and
-matches the table of paper values below field by field: an edit that drifts from the paper fails here.
-Each one also runs end to end with the scripted model and makes the number of discussion turns its
-paper's setup implies. The sections cited here are explained at length in each YAML's comment block.
+default model and grades its own reference with its answer type. A paper preset names its paper (seed,
+authors, title, sections) in `source` and in its comment block, and matches the table of paper values
+below field by field: an edit that drifts from the paper fails here. Each one also runs end to end with
+the scripted model and makes the number of discussion turns its paper's setup implies. The sections
+cited here are explained at length in each YAML's comment block. A classroom preset (a `lesson`) is
+named for what the lesson shows, comes first in the picker, asks a short question and runs end to end
+in exactly the calls its size note announces.
 """
 from __future__ import annotations
 
@@ -17,11 +20,14 @@ import pytest
 from mad_core import DebateConfig, DebateEngine
 from mad_core.config import DEFAULT_MODEL
 from mad_core.events import DebateFinished, DecisionReached, TurnFinished, VoteCast
+from mad_core.live import plan_calls
 from mad_core.presets import PRESET_DIR, load_presets
 from mad_core.tasks.answer_types import DebateAnswerType, is_correct, read_answer
 
 OFFLINE_MODEL = "local/smollm2-135m"
 PRESETS = load_presets()
+PAPER_PRESETS = {name: p for name, p in PRESETS.items() if not p["lesson"]}
+LESSONS = {name: p for name, p in PRESETS.items() if p["lesson"]}
 
 # Seed 004's default personas for one model run three times (its debate() code, `_default_personas`).
 DU_PERSONAS = [
@@ -181,7 +187,7 @@ def preset_text(name: str) -> str:
 
 def test_every_preset_has_its_paper_table():
     assert PRESETS, "no preset found"
-    assert set(PRESETS) == set(PAPER) == set(TURNS)
+    assert set(PAPER_PRESETS) == set(PAPER) == set(TURNS)
 
 
 # ----- loading, validation, offline, source -------------------------------------------------------
@@ -189,7 +195,7 @@ def test_every_preset_has_its_paper_table():
 def test_preset_loads_and_validates(name):
     preset = PRESETS[name]
     assert preset["title"].strip()
-    assert set(preset) == {"title", "source", "config"}
+    assert set(preset) == {"title", "source", "lesson", "config"}
     assert "gaps" not in preset["config"]  # gaps live in comments: DebateConfig refuses unknown keys
     DebateConfig.from_dict(copy.deepcopy(preset["config"]))
 
@@ -205,7 +211,7 @@ def test_preset_runs_on_the_offline_default_model(name):
     assert all(agent.max_tokens <= 128 for agent in cfg.agents)  # small replies for the small model
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", sorted(PAPER_PRESETS))
 def test_preset_names_its_paper_and_sections(name):
     preset, text = PRESETS[name], preset_text(name)
     seeds = re.findall(r"\bseed (00[0-4])\b", preset["source"])
@@ -281,8 +287,9 @@ def reply(messages, info):
     """A cooperative debater: agrees and answers C; the judge never breaks early, then answers."""
     meta = info["metadata"]
     kind, agent = meta["kind"], meta["agent"]
-    if kind == "persona":
-        return f"Expert {agent}: knows the subject"
+    if kind == "persona":  # one expert a request (seed 000 App. C), a new one for each panel seat
+        seated = messages[-1]["content"].count("\n- ")
+        return f"{('Geologist', 'Historian', 'Chemist', 'Linguist', 'Botanist')[seated]}: knows the subject"
     if kind == "vote":
         return "1"
     if kind == "extraction":
@@ -296,7 +303,7 @@ def reply(messages, info):
     return f"AGREE. {agent} reasons it through.\nFinal answer: C"
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", sorted(PAPER_PRESETS))
 def test_preset_runs_end_to_end_with_the_papers_number_of_turns(name, script):
     model, _ = script(reply)
     cfg = scripted(preset_config(name), model)
@@ -327,3 +334,36 @@ def test_preset_runs_end_to_end_with_the_papers_number_of_turns(name, script):
         rulings = [t.round for t in judged if "Decision:" in t.prompt[-1]["content"]]
         assert rulings == [1, 2, 3] and len(judged) == len(rulings) + 1
         assert decision[0].details["mode"] == "extractive"
+
+
+# ----- classroom presets ------------------------------------------------------------------------------
+def test_classroom_presets_come_first_named_for_their_lesson():
+    assert len(LESSONS) >= 3
+    assert list(PRESETS)[:len(LESSONS)] == list(LESSONS)  # first in the picker
+    for name, preset in LESSONS.items():
+        # named for what the lesson shows, never after a paper
+        assert preset["title"].endswith("?") and "seed" not in preset["title"].lower(), name
+        assert len(preset["lesson"]) > 40 and "lesson" not in preset["config"]
+        assert len(preset["config"]["question"]) <= 160  # short: the small default model reads it
+    assert not any(p["lesson"] for p in PAPER_PRESETS.values())
+
+
+@pytest.mark.parametrize("name", sorted(LESSONS))
+def test_a_classroom_preset_runs_in_the_calls_it_announces_and_grades_a_right_answer(name, script):
+    cfg = preset_config(name)
+    reference = cfg.reference
+
+    def reply(messages, info):
+        return f"I checked it twice.\nFinal answer: {reference}"
+
+    model, played = script(reply)
+    events = list(DebateEngine(scripted(cfg, model)).run())
+    assert [e.status for e in events if isinstance(e, DebateFinished)] == ["finished"]
+    fewest, most = plan_calls(cfg.to_dict()).range(cfg.rounds)
+    assert fewest <= len(played.history) <= most and len(played.history) == fewest
+    [decision] = [e for e in events if isinstance(e, DecisionReached)]
+    kind = DebateAnswerType.of(cfg.to_dict())
+    assert is_correct(kind.kind, decision.answer, reference, **kind.keywords)
+    # must not happen: a plainly wrong answer graded right
+    wrong = {"number": "0.10", "choice": "A"}[kind.kind]
+    assert is_correct(kind.kind, f"Final answer: {wrong}", reference, **kind.keywords) is False
