@@ -316,7 +316,7 @@ def test_exports_carry_the_report_and_an_import_recomputes_it(script, store, tmp
     assert "answer_read" in header and "round_entropy" in header and "round_answer_similarity" in header
     assert sum(1 for row in rows if ",C," in row) == 1  # Agent 2's round-1 answer as read
     markdown = store.to_markdown(debate, embed=embed)
-    assert "## Metrics" in markdown and "| 1 | 0.918 | 0 | 1 | 0.667 | 1 |" in markdown
+    assert "## Metrics" in markdown and "| 1 | 3 of 3 | 0.918 | 0 | 1 | 0.667 | 1 |" in markdown
     assert "Agent 2 changed from C to B in round 2" in markdown
 
 
