@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from .config import (MAX_AGENTS, ConfigError, DebateConfig, clip, one_line, read_config_data, read_text_file,
                      short_repr)
+from .model_keys import key_problems
 from .presets import PRESET_DIR, preset_config, split_preset
 from .events import (
     DEBATE_STATUSES,
@@ -329,6 +330,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = config_from_args(args)
     except ConfigError as exc:
         raise CliError(f"{exc.field}: {exc.message}") from None
+    missing = key_problems(config)  # before anything runs: no debate is written
+    if missing:
+        raise CliError("; ".join(f"{field}: {message}" for field, message in missing))
     from .engine import Controller, DebateEngine  # imported late: loads the model stack
 
     store, controller = _store(args), Controller()

@@ -14,7 +14,9 @@ the hover, one with none is a gap ("no readable answers"), never a 0. One answer
 map per debate (`answer_colors`: the report's answer keys, so two texts the metrics count as one
 answer share a colour) is used by every chart that colours by answer, and every measure has its
 own fixed line colour (`SERIES`), so the app (Streamlit's theme) and the handout (plotly's
-template) draw the same colours.
+template) draw the same colours. Every colour reaches 3:1 against the white background and text
+drawn on a colour (a timeline cell, a ballot's bar) is black or white by contrast (`text_color`,
+WCAG 2.1: `contrast`).
 
 Readable at the narrowest width a chart is drawn (`CHART_MIN_WIDTH_PX`: one chart per row in the
 Debate page's stage column at 1280x720): a chart's title is short (`TITLE_PX`) with the detail in
@@ -40,12 +42,17 @@ import plotly.graph_objects as go
 
 from . import metrics, registry
 from .protocols.decision import Consensus, Protocol
+from .tasks import answer_types
 from .view import DebateView
 
-CATEGORY_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6",
-                   "#9d755d", "#bab0ac"]
-NO_ANSWER_COLOR = "#d9d9d9"
-NO_READABLE = "no readable answer"  # a timeline cell whose reply holds no answer of the debate's type
+# Every colour reaches 3:1 against the white background (WCAG 2.1 non-text contrast; the app's theme is
+# light and the handout prints on white) and 4.5:1 with the cell text drawn on it (`text_color`: black on
+# these mid tones). Tableau's hues, darkened where they were too light (yellow was 1.6:1, teal 2.3:1).
+BACKGROUND = "#ffffff"
+CATEGORY_COLORS = ["#5079b0", "#d97400", "#54a24b", "#e45756", "#339690", "#a88600", "#b279a2", "#d65f7f",
+                   "#9d755d", "#7f7fc8"]
+NO_ANSWER_COLOR = "#8f8f8f"  # a mid grey: no hue, so never read as an answer's colour
+NO_READABLE = answer_types.NO_READABLE  # a timeline cell whose reply holds no answer of the debate's type
 NOT_SPOKEN = "did not speak"  # a timeline cell of an agent without a turn that round
 CELL_FONT_PX = 13  # the timeline's cell text: legible on a projector
 TICK_FONT_PX = 12
@@ -61,17 +68,42 @@ CELL_GAP_PX = 3  # white between the timeline's cells
 FRAME_PX = CELL_GAP_PX + 1  # a changed answer's frame: it fills the gap round its cell
 MIN_CELL_TEXT_PX = 36  # a narrower cell holds no text: the timeline gets a legend of answers instead
 # Each measure's line: the same colour (and dash) in the app and in the handout, whatever the theme.
-SERIES = {"answer_similarity": ("#0068c9", "solid"), "reply_similarity": ("#83c9ff", "dash"),
-          "entropy": ("#0068c9", "solid"), "log_likelihood": ("#ff8700", "dash"),
-          "agree_all": ("#29b09d", "solid"), "agree_majority": ("#0068c9", "dash"),
+SERIES = {"answer_similarity": ("#0068c9", "solid"), "reply_similarity": ("#3d8fd6", "dash"),
+          "entropy": ("#0068c9", "solid"), "log_likelihood": ("#c86400", "dash"),
+          "agree_all": ("#1f8c7c", "solid"), "agree_majority": ("#0068c9", "dash"),
           "disagreement": ("#ff2b2b", "dot"),
-          "accuracy_strict": ("#0068c9", "solid"), "accuracy_smooth": ("#83c9ff", "dash")}
+          "accuracy_strict": ("#0068c9", "solid"), "accuracy_smooth": ("#3d8fd6", "dash")}
 # Lines that often coincide (all agree implies majority agrees) stay apart: the one drawn first is
 # wide under big open markers, the next dashed and thin on top with small ones: (symbol, size, width).
 MARKS = {"agree_all": ("circle-open", 13, 6), "agree_majority": ("diamond", 7, 2), "disagreement": ("x", 8, 2)}
 LINE_CHARS = 22  # a wrapped label's line
 LABEL_LINES = 2  # at most this many lines per label; the rest is in the hover
 HOVER_CHARS = 400
+
+
+# ----- contrast (WCAG 2.1) -----------------------------------------------------------------------
+def _channel(value: int) -> float:
+    value /= 255
+    return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+
+def luminance(color: str) -> float:
+    """The relative luminance of a "#rrggbb" colour (WCAG 2.1), 0 (black) to 1 (white)."""
+    red, green, blue = (int(color.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4))
+    return 0.2126 * _channel(red) + 0.7152 * _channel(green) + 0.0722 * _channel(blue)
+
+
+def contrast(first: str, second: str) -> float:
+    """The WCAG contrast ratio of two "#rrggbb" colours, 1 to 21."""
+    light, dark = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def text_color(*backgrounds: str) -> str:
+    """Black or white, whichever contrasts more with the least contrasting of `backgrounds` (one
+    colour for text drawn on any of them: a heatmap's cells share one text colour)."""
+    backgrounds = backgrounds or (BACKGROUND,)
+    return max(("#000000", "#ffffff"), key=lambda text: min(contrast(text, bg) for bg in backgrounds))
 
 
 # ----- text inside figures -----------------------------------------------------------------------
@@ -407,6 +439,7 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, 
             name=f"round {item['round']}", showlegend=False, text=said, texttemplate="%{text}",
             textposition="inside" if stances else "outside", insidetextanchor="middle", cliponaxis=False,
             textfont=dict(size=TICK_FONT_PX),
+            insidetextfont=dict(color=[text_color(color_of(colors, k)) for k in keys]),  # a word on its bar
             marker=dict(color=[color_of(colors, k) for k in keys]),
             customdata=[[plot_text(label), plot_text(answer if answer else "-"), word]
                         for label, answer, word in zip(item["labels"], answers, said)],
@@ -481,9 +514,10 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
     for i in range(n):
         color = color_of(colors, categories[i]) if i < empty else NO_ANSWER_COLOR
         scale += [[i / n, color], [(i + 1) / n, color]]
+    ink = text_color(*(color for _, color in scale))  # the cells' text: black or white, by contrast
     rows = [wrap_label(label, width=ROW_LABEL_CHARS) for label in labels]
-    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text, meta=[empty],
-                               customdata=full, texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX),
+    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text, meta=[empty], customdata=full,
+                               texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX, color=ink),
                                zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=CELL_GAP_PX,
                                ygap=CELL_GAP_PX,
                                hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>", name="answers"))

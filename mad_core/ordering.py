@@ -14,27 +14,11 @@ from __future__ import annotations
 
 import random
 
-from collections.abc import Mapping
-
 from .answers import normalize_answer
 from .config import ConfigError
 from .metrics import madc_order
 from .registry import register
-from .tasks.answer_types import DebateAnswerType, is_correct, read_answer
-
-
-def answer_key(cfg, text: str | None) -> str | None:
-    """An answer as the debate's `answer_type` reads it (the metrics' reading), as a comparable key;
-    None when it cannot be read. "18 apples" and "18" are one key for a number debate, "Yes, it is."
-    and "yes" for a yes/no one. With answer_type "text" the key is `normalize_answer`'s (as before)."""
-    kind = DebateAnswerType(cfg.answer_type or "text", list(cfg.answer_options or []) or None)
-    if kind.kind == "text":
-        return normalize_answer(text or "") or None
-    reading = read_answer(kind.kind, text, **kind.keywords)
-    if not reading.valid:
-        return None
-    value = reading.value
-    return repr(sorted(value.items())) if isinstance(value, Mapping) else repr(value)
+from .tasks.answer_types import DebateAnswerType, answer_key, is_correct
 
 
 class Ordering:
@@ -77,7 +61,8 @@ class Madc(Ordering):
         if not previous:
             return list(labels)
         # Path consistency over the answers as the debate's answer type reads them ("18 apples" = "18").
-        keys = [answer_key(self.cfg, previous.get(label)) if label in previous else None for label in labels]
+        kind, options = self.cfg.answer_type or "text", self.cfg.answer_options
+        keys = [answer_key(kind, previous[label], options) if label in previous else None for label in labels]
         return madc_order(list(labels), keys)
 
 

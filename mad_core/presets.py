@@ -1,8 +1,15 @@
-"""Presets: debate settings that reproduce a paper's setup, one YAML file each in assets/presets.
+"""Presets: debate settings, one YAML file each in assets/presets.
 
-A preset file is a config mapping plus two keys of its own, `title` and `source` (the paper
-and section it follows); every other key is a `DebateConfig` field. Shared by the app's
-preset picker and the CLI (`run --preset NAME`, or `run --config assets/presets/NAME.yaml`).
+Two kinds:
+  * classroom presets, named for what a lesson shows ("Does arguing fix a wrong answer?"): a
+    short question the small default model can take, its reference answer and answer type set, and
+    a `lesson` key (what to watch, what to change and run again). They come first in the picker.
+  * paper presets, which reproduce a paper's setup (`source`: the paper and section it follows).
+
+A preset file is a config mapping plus keys of its own, `title`, `source` and (classroom presets)
+`lesson`; every other key is a `DebateConfig` field. Shared by the app's preset picker and the CLI
+(`run --preset NAME`, or `run --config assets/presets/NAME.yaml`). Reading only: nothing here runs
+a debate or writes anything.
 """
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ from typing import Any
 from .config import ConfigError, read_config_data
 
 PRESET_DIR = Path(__file__).resolve().parents[1] / "assets" / "presets"
-PRESET_KEYS = ("title", "source")  # a preset's own keys, not debate settings
+PRESET_KEYS = ("title", "source", "lesson")  # a preset's own keys, not debate settings
 
 
 def split_preset(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -22,13 +29,14 @@ def split_preset(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def load_presets(directory: Path = PRESET_DIR) -> dict[str, dict[str, Any]]:
-    """{preset id: {"title", "source", "config"}} from directory/*.yaml, sorted by title."""
+    """{preset id: {"title", "source", "lesson", "config"}} from directory/*.yaml: the classroom presets
+    (those with a `lesson`) first, each kind sorted by title; "lesson" is "" for a paper preset."""
     presets = {}
     for path in sorted(directory.glob("*.yaml")):
         config, own = split_preset(read_config_data(path))
         presets[path.stem] = {"title": own.get("title", path.stem), "source": own.get("source", ""),
-                              "config": config}
-    return dict(sorted(presets.items(), key=lambda item: item[1]["title"]))
+                              "lesson": str(own.get("lesson") or "").strip(), "config": config}
+    return dict(sorted(presets.items(), key=lambda item: (not item[1]["lesson"], item[1]["title"])))
 
 
 def preset_config(name: str, directory: Path = PRESET_DIR) -> dict[str, Any]:

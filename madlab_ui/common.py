@@ -20,15 +20,16 @@ from mad_core.store import Store  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 DEBATE_PAGE = "app.py"
 
-# One color per agent position: markdown color name, avatar, hex for the plots.
+# One color per agent position: markdown color name, avatar, hex for the plots (each hex at least 3:1
+# against the white background, WCAG 2.1: the orange and yellow were 2.5:1 and 2.0:1).
 PALETTE = [
     ("blue", "🟦", "#1f77b4"),
     ("green", "🟩", "#2ca02c"),
-    ("orange", "🟧", "#ff7f0e"),
+    ("orange", "🟧", "#d26a00"),
     ("red", "🟥", "#d62728"),
     ("violet", "🟪", "#9467bd"),
     ("gray", "⬛", "#555555"),
-    ("yellow", "🟨", "#bcbd22"),
+    ("yellow", "🟨", "#8f8f00"),
     ("orange", "🟫", "#8c564b"),
 ]
 JUDGE_STYLE = ("gray", "⚖️", "#7f7f7f")
@@ -61,22 +62,9 @@ def load_secret_keys() -> list[str]:
     return copied
 
 
-def page_setup(title: str) -> None:
-    """Common page config, API keys from secrets.toml, the session token in the URL with what a reload
-    brings back, and the form-state keeper. Call first on every page."""
-    st.set_page_config(page_title=f"MAD Lab · {title}", page_icon="🗣️", layout="wide")
-    load_secret_keys()
-    from . import session_memory
-    from .forms import keep_form_state
-
-    session_memory.attach()
-    keep_form_state()
-    session_memory.remember()
-
-
 def owner_id() -> str:
     """A stable id for this browser session (the `owner` of debates it starts). It is the session's
-    token in the URL (set by page_setup), so a reload or a second tab of the same URL owns them too."""
+    token in the URL (set by `page.page_setup`), so a reload or a second tab of the same URL owns them too."""
     if OWNER_ID not in st.session_state:
         st.session_state[OWNER_ID] = uuid.uuid4().hex
     return st.session_state[OWNER_ID]
@@ -100,32 +88,75 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:])")
 
 
 def md_escape(text: str) -> str:
-    """Escape markdown so a label, persona or short answer shows literally inside markup."""
+    """Escape markdown so a label, persona or short answer shows literally inside markup: no image,
+    link, heading, math (`$`) or Streamlit directive can form from it (so nothing is fetched)."""
     return _MD_SPECIAL.sub(r"\\\1", str(text or "")).replace("\n", " ")
 
 
+def plain_markdown(text: str | None) -> str:
+    """Any text (a question, a persona) as Markdown that shows it literally line by line: every
+    Markdown sign escaped (a "---" or "# ..." line is text, never a rule or a heading; `$` is a
+    dollar; an image is its own words), each line break kept as a hard break."""
+    return "  \n".join(md_escape(line) for line in str(text or "").split("\n"))
+
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# An inline image ![alt](target "title"): drawn as "[image: alt]" (the target is never fetched).
+_IMAGE = re.compile(r"!\[((?:[^\[\]\\\n]|\\.)*)\]\((?:[^()\\\n]|\\.|\([^()\n]*\))*\)")
+_IMAGE_OPEN = re.compile(r"!(?=\[)")  # what is left of an image (reference style, nested brackets)
+_DOLLAR = re.compile(r"(?<!\\)((?:\\\\)*)\$")  # a `$` not already escaped
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+
+
+def _neutral(text: str) -> str:
+    """Markdown outside code with its images as words and its dollars literal (see model_markdown)."""
+    text = _IMAGE.sub(lambda m: "\\[image: " + md_escape(m.group(1).replace("\\", "")) + "\\]", text)
+    text = _IMAGE_OPEN.sub(r"\\!", text)
+    return _DOLLAR.sub(r"\1\\$", text)
+
+
+def _neutral_outside_code(text: str) -> str:
+    """`_neutral` on everything but inline code spans (whose text is shown as it is anyway)."""
+    out, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out += [_neutral(text[last:span.start()]), span.group(0)]
+        last = span.end()
+    return "".join(out + [_neutral(text[last:])])
 
 
 def model_markdown(text: str | None) -> str:
-    """Model (or moderator) text for st.markdown with its single line breaks kept: Markdown joins
-    a line to the next ("...in future\nThe correct answer" read "...in future The correct answer"),
-    so every line followed by another non-empty line ends in a hard break (two spaces). Fenced code
-    is left as it is (its lines are kept anyway). HTML stays disabled: this only adds spaces."""
+    """Model, moderator or user text for st.markdown, the one place such text becomes Markdown.
+
+    - Nothing reaches out: an image (`![x](http://host/pixel.png)`, a reference-style one too) is
+      drawn as the words "[image: x]", never fetched; links stay links (nothing fetches them); HTML
+      stays disabled (st.markdown's default).
+    - Dollars stay dollars: every `$` is escaped (`\\$`), so "$1.00 ... $1.05" is never KaTeX math.
+    - Single line breaks are kept: Markdown joins a line to the next ("...in future\\nThe correct
+      answer" read "...in future The correct answer"), so every line followed by another non-empty
+      line ends in a hard break (two spaces).
+    Fenced code and inline code spans are left as they are (shown literally anyway)."""
     lines = str(text or "").split("\n")
     fence = ""
-    for i, line in enumerate(lines[:-1]):
+    blocks: list[tuple[bool, list[str]]] = []  # (inside a fence, its lines)
+    for i, line in enumerate(lines):
         opened = _FENCE.match(line)
         if fence:
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
                 fence = ""
+            blocks[-1][1].append(line)
             continue
         if opened:
             fence = opened.group(1)
+            blocks.append((True, [line]))
             continue
-        if line.strip() and lines[i + 1].strip() and not line.endswith(("  ", "\\")):
-            lines[i] = line.rstrip() + "  "
-    return "\n".join(lines)
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and following.strip() and not line.endswith(("  ", "\\")):
+            line = line.rstrip() + "  "
+        if not blocks or blocks[-1][0]:
+            blocks.append((False, []))
+        blocks[-1][1].append(line)
+    return "\n".join("\n".join(block) if code else _neutral_outside_code("\n".join(block))
+                     for code, block in blocks)
 
 
 def short(text: str | None, limit: int = 80) -> str:

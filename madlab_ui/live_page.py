@@ -17,8 +17,12 @@ folded `DebateView`, see `mad_core.live`) and what the last full run drew.
   challenge, personas, the end) or the tail holds `SETTLE_AFTER` items that could settle, the
   fragment asks for one full run. So the plots are redrawn when a round or decision completes,
   not on every tick (the answer timeline of a round still running waits for that run).
+- The question is plain text in a box of bounded height (`transcript.render_question`): a long
+  puzzle scrolls inside it and never pushes the transcript out of view.
 - The transcript box follows the debate (scrolls to the newest text) while the `follow_debate`
-  toggle is on. Opening a turn's "show prompt" turns it off (a newly opened prompt asks for a full
+  toggle is on; the speaking bubble's header (who speaks) sticks to the top of the box meanwhile
+  (`transcript.TRANSCRIPT_CSS`), so a long turn never scrolls the speaker's name out of view.
+  Opening a turn's "show prompt" turns it off (a newly opened prompt asks for a full
   run, which draws the box without auto-scroll), so the prompt stays where the reader opened it.
 
 What it must not do: run a debate, compute a protocol, or render model or user text as HTML
@@ -154,8 +158,10 @@ class LivePage:
 
 
 def current_page(debate_id: str, debate: live.LiveDebate | None, stored: DebateView | None = None) -> LivePage:
-    """This session's LivePage of a live debate (kept across runs, refreshed), or one of a stored view."""
+    """This session's LivePage of a live debate (kept across runs, refreshed), or one of a stored view
+    (the session then lets go of the live debate it followed: a finished one the registry dropped)."""
     if debate is None:
+        st.session_state.pop(SESSION_KEY, None)
         return LivePage(debate_id, stored)
     page = st.session_state.get(SESSION_KEY)
     if not isinstance(page, LivePage) or page.debate_id != debate_id or page.debate is not debate:
@@ -182,16 +188,21 @@ def refresh_interval(page: LivePage) -> float:
     return min(MAX_REFRESH_S, LIVE_REFRESH_S + REFRESH_S_PER_TURN * len(page.settled_ids))
 
 
-def format_progress(progress: live.Progress, paused: bool = False) -> str:
-    """The progress bar's words: round of max, phase, calls done and left, ETA in seconds."""
+def format_progress(progress: live.Progress, paused: bool = False, rounds: int | None = None) -> str:
+    """The progress bar's words: round of the rounds set (`rounds`, the config's; the cap apart, see
+    `transcript.round_words`), phase, calls done and left, ETA in seconds."""
     if paused:
         eta = "ETA: paused"
+    elif progress.over_plan:  # more calls than planned: no count left, no ETA (live.progress)
+        eta = "ETA: not yet known"
     elif progress.eta_s is None:
         eta = "ETA after the first call"
     else:
         eta = f"ETA ≈ {progress.eta_s:.0f} s"
-    return (f"Round {progress.round} of max {progress.max_rounds} · {progress.phase} · "
-            f"{progress.calls_done} calls done, ≈ {progress.calls_left} left · {eta}")
+    where = transcript.round_words(progress.round, rounds, progress.max_rounds)
+    return (f"{where[:1].upper()}{where[1:]} · {progress.phase} · "
+            f"{progress.calls_done} calls done, "
+            f"{'more calls than planned' if progress.over_plan else f'≈ {progress.calls_left} left'} · {eta}")
 
 
 def render_progress(page: LivePage) -> None:
@@ -201,7 +212,7 @@ def render_progress(page: LivePage) -> None:
     debate = page.debate
     progress = live.progress(page.view, page.plan, debate.controller.activity if debate is not None else None)
     with st.container(key="debate_progress"):
-        st.progress(progress.fraction, text=format_progress(progress, page.paused))
+        st.progress(progress.fraction, text=format_progress(progress, page.paused, page.view.config.get("rounds")))
 
 
 def opened_prompts() -> set[str]:
@@ -267,7 +278,7 @@ def watch(page: LivePage, state_key: str) -> None:
     transcript.render_decision(view)
     if view.status != "running":
         transcript.render_reference(view, state_key)
-    st.markdown(view.config.get("question", ""))
+    transcript.render_question(view.config.get("question", ""))  # plain text in a box of bounded height
     follow = follow_toggle(page) if running else False
     box = st.container(height=TRANSCRIPT_HEIGHT, autoscroll=follow, key="transcript")
     slots = Slots(status, st.empty(), progress)

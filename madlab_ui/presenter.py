@@ -20,11 +20,14 @@ replay has not reached is drawn).
 Keys: `presenter_source`, `presenter_debate_id`, `presenter_pause` (live), the replay's
 `presenter_play` / `presenter_next` / `presenter_prev` / `presenter_round` / `presenter_position`
 and `presenter_speed`, `presenter_screen` (everything but the sidebar), `presenter_stage`
-(question, band, agents), `presenter_question`, `presenter_band`, `presenter_agents`,
+(question, band, agents), `presenter_question` (holding `presenter_question_short`, or
+`presenter_question_long` in smaller type), `presenter_band`, `presenter_agents`,
 `presenter_controls` (the keys' row), `presenter_agent_{i}` (one per agent, in config order),
 `presenter_text_{i}` (its text box), `presenter_answer_{i}` (its latest answer),
 `presenter_speaking_{i}` (inside agent i's column while it speaks: one per speaker, several in a
 simultaneous round), `presenter_other` (speakers who are not agents: the judge).
+Read-only for whoever may not steer (`madlab_ui.access`): the pause key only for the debate's owner;
+a visitor gets neither the sidebar (no replay by id, no poll controls) nor the key, only the debate in its link.
 What it must not do: run or change a debate other than through its Controller, or render model
 or user text as HTML: the only HTML injected is the static stylesheet `assets/presenter.css`.
 """
@@ -34,12 +37,14 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.events import TurnFinished
+from mad_core.tasks.answer_types import shown_answer
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
-from . import poll, replay, transcript
-from .common import DEBATE_ID, ROOT, agent_style, id8, md_escape, model_markdown, open_store, short
+from . import access, poll, replay, transcript
+from .common import DEBATE_ID, ROOT, agent_style, id8, md_escape, model_markdown, open_store, plain_markdown, short
 
 LIVE_REFRESH_S = 0.5
+LONG_QUESTION_CHARS = 160  # a longer question (or one of several lines) is drawn in smaller type
 TEXT_BOX_PX = 300  # an agent's text box before the stylesheet sizes it to the window (see _agent)
 SOURCE = "presenter_source"
 CHOSEN = "presenter_debate_id"
@@ -150,7 +155,18 @@ def _agent(view: DebateView, i: int, turn: TurnView | None, current: TurnView | 
             st.markdown("*paused before its first word*" if held else "*thinking…*")
     if turn is not None and turn.answer and not streaming:  # at most two lines (the stylesheet)
         with st.container(key=f"presenter_answer_{i}"):
-            st.markdown(f"#### Answer: {md_escape(short(turn.answer, 120))}")
+            st.markdown(f"#### Answer: {md_escape(short(shown_answer(turn.text, view.config, turn.answer), 120))}")
+
+
+def render_question(question: str | None) -> None:
+    """The whole question as plain text (`plain_markdown`: a puzzle's "---" lines are text, never a
+    rule or a heading) in the question's own scroll box; a long one (over LONG_QUESTION_CHARS or on
+    several lines, a Knight-Knave-Spy puzzle) in smaller type (`presenter_question_long`), every line
+    of it there: the box scrolls, the agents below keep their place on the screen."""
+    text = str(question or "")
+    long = len(text) > LONG_QUESTION_CHARS or text.strip().count("\n") > 1
+    with st.container(key="presenter_question_long" if long else "presenter_question_short"):
+        st.markdown(plain_markdown(text))
 
 
 # ----- sources ---------------------------------------------------------------------------------
@@ -179,7 +195,7 @@ def _choose() -> tuple[str, str | None]:
     try:
         return "replay", open_store().find_debate_id(typed)
     except LookupError as exc:
-        st.error(f"Debate id: {exc}")
+        st.error(f"Debate id: {md_escape(str(exc))}")  # it quotes what was typed
         return "replay", None
 
 
@@ -197,10 +213,11 @@ def _live(debate_id: str, boxes: dict) -> tuple[DebateView, str]:
         return view, debate_id
     paused = debate.controller.paused
     active = not debate.done and not debate.controller.stopped
-    boxes["keys"].button("Resume" if paused else "Pause", key="presenter_pause", icon="▶️" if paused else "⏸️",
-                         shortcut="K", disabled=not active, type="tertiary",
-                         on_click=debate.controller.resume if paused else debate.controller.pause,
-                         help="Pause or resume the debate (key K).")
+    if access.can_steer(debate):  # the owner's key only
+        boxes["keys"].button("Resume" if paused else "Pause", key="presenter_pause", icon="▶️" if paused else "⏸️",
+                             shortcut="K", disabled=not active, type="tertiary",
+                             on_click=debate.controller.resume if paused else debate.controller.pause,
+                             help="Pause or resume the debate (key K).")
     follower = _follower(debate)
     follower.refresh()
     drawn = (transcript.status_word(follower.view, debate), follower.view.decision is not None)
@@ -254,9 +271,16 @@ def _band(view: DebateView, debate_id: str) -> None:
 
 def render() -> None:
     style()
-    with st.sidebar:
-        st.subheader("Presenter")
-        source, debate_id = _choose()
+    teacher = access.is_teacher()
+    if teacher:
+        with st.sidebar:
+            st.subheader("Presenter")
+            source, debate_id = _choose()
+    else:  # a visitor: the debate in its link, nothing to choose
+        source, debate_id = "live", st.session_state.get(DEBATE_ID)
+        if debate_id is None:
+            st.info(access.VISITOR_HOME)
+            return
     if debate_id is None:
         st.info("Open the sidebar (top left) to choose what to show: this session's live debate (start one on "
                 "the Debate page) or a stored debate to replay, by its id (the Transcripts page lists them)."
@@ -278,10 +302,13 @@ def render() -> None:
     if not debate_id:
         return
     with boxes["question"]:
-        st.markdown(f"## {md_escape(short(view.config.get('question', ''), 400))}")
-    poll.close_on_decision(debate_id, view)  # the decision is on the screen: no more predictions
+        render_question(view.config.get("question", ""))
+    if teacher:
+        poll.close_on_decision(debate_id, view)  # the decision is on the screen: no more predictions
     with boxes["band"]:
         _band(view, debate_id)
+    if not teacher:
+        return
     with st.sidebar:
         st.divider()
         poll.render_teacher(debate_id, view)

@@ -29,11 +29,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol as Interface
 
-from ..answers import final_answer, normalize_answer
+from ..answers import final_answer
 from ..events import DISCUSSION_KINDS, Turn
 from ..metrics import convergence_winner
 from ..prompts import AGREEMENT_FORMAT, judge_break_prompt, proposal_block
 from ..registry import register
+from ..tasks.answer_types import answer_key, shown_answer
 from .ballots import Ballot, Verdict, read_judge_verdict
 from .counting import consensus_reached, tally
 from .schemas import verdict_format
@@ -286,16 +287,26 @@ class SolutionCounting(Protocol):
         agents, solutions = eng.solutions()
         if not solutions:
             return Outcome(False, "no solutions to count")
-        keys = [normalize_answer(s) for s in solutions]
-        counts = Counter(keys)
-        scores = [float(counts[k]) for k in keys]
+        # Answers are counted as the debate's answer type reads them, as the metrics count them: "18
+        # apples" and "18" are one answer of a number debate (free text: normalize_answer, as always).
+        # An unreadable solution is counted for no answer.
+        kind, options = eng.cfg.answer_type or "text", eng.cfg.answer_options
+        keys = [answer_key(kind, s, options) for s in solutions]
+        counts = Counter(k for k in keys if k is not None)
+        scores = [float(counts[k]) if k is not None else 0.0 for k in keys]
+        shown = {k: shown_answer(solutions[keys.index(k)], {"answer_type": kind, "answer_options": options})
+                 for k in counts}
+        base = dict(scores=scores, solutions=solutions, solution_agents=agents,
+                    details={"counts": {shown[k]: c for k, c in counts.items()}})
+        if not counts:
+            return Outcome(False, f"no readable {kind} answer among the {len(solutions)} solutions", **base)
         top = max(counts.values())
         leaders = [k for k, c in counts.items() if c == top]
-        base = dict(scores=scores, solutions=solutions, solution_agents=agents, details={"counts": dict(counts)})
         if len(leaders) > 1:
             return Outcome(False, f"tie: {len(leaders)} answers are each given {top} time(s)", **base)
         index = keys.index(leaders[0])
-        return Outcome(True, f"given by {top} of {len(solutions)} agents", answer=solutions[index],
+        answer = solutions[index] if kind == "text" else shown[leaders[0]]
+        return Outcome(True, f"{shown[leaders[0]]}: given by {top} of {len(solutions)} agents", answer=answer,
                        winner_agent=agents[index], winner_index=index, **base)
 
 

@@ -116,6 +116,7 @@ from mad_core.answers import (
     final_answer,
     json_reply,
     never_raises,
+    normalize_answer,
 )
 
 KINDS = ("choice", "number", "yes_no", "kks", "text")
@@ -878,3 +879,20 @@ def reads_as_number(text: Any) -> bool:
     text = str(text if text is not None else "")
     return (len(text) <= 200 and read_answer("number", text).valid
             and len(_WORDS.findall(text)) <= _NUMBER_REFERENCE_WORDS)
+
+
+@never_raises(_no_judgement)
+def answer_key(kind: str, text: Any, options: Sequence[str] | None = None) -> str | None:
+    """An answer as a debate of answer type `kind` reads it, as a key that equal answers share
+    ("18 apples" and "18" for a number, "Yes, it is." and "yes" for yes/no, "(B) Paris" and "b" for a
+    choice); None when `text` holds no answer of that type. The orderings and solution counting
+    compare answers by it, as the metrics do. Free text ("text"): `normalize_answer`'s form, the rule
+    text debates always had. Never raises."""
+    if kind == "text" or kind not in KINDS:
+        return normalize_answer(str(text or "")) or None
+    answer_type = DebateAnswerType(kind, list(options) if options else None)
+    reading = read_answer(kind, text, **answer_type.keywords)
+    if not reading.valid:
+        return None
+    value = reading.value
+    return repr(sorted(value.items())) if isinstance(value, Mapping) else repr(value)

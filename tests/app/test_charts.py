@@ -182,7 +182,10 @@ def test_every_chart_keeps_the_png_camera_and_downloads_as_html(debate_id):
         _, config = chart_of(at, key)
         assert config["displayModeBar"] is True and config["modeBarButtons"] == [["toImage"]]
         assert config["toImageButtonOptions"] == {"format": "png", "scale": 2, "filename": key}
-        assert buttons[f"html_{key}"].proto.label == "HTML"
+    # Each download button says which chart it saves (its label is its accessible name): never five "HTML".
+    labels = [buttons[f"html_{key}"].proto.label for key in drawn]
+    assert buttons["html_plot_votes"].proto.label == "Download the vote chart as HTML"
+    assert len(set(labels)) == len(drawn) and all(label.startswith("Download the ") for label in labels), labels
     # what the votes chart's button hands over: one standalone page, plotly.js inside, text escaped
     spec, _ = chart_of(at, "plot_votes")
     page = plots.chart_html(go.Figure(spec), "plot_votes")
@@ -216,7 +219,7 @@ def test_the_decision_card_leads_with_the_answer_and_judges_it_only_after_the_re
         "reference": "Paris", "agents": [{"label": f"Agent {i}", "model": "scripted/charts_choice"} for i in (1, 2)]})
     at = open_debate(debate)
     card = at.get_by_key("decision_card")
-    assert texts(at.get_by_key("decision_answer")) == "#### \\(B\\) Paris"
+    assert texts(at.get_by_key("decision_answer")) == "#### B"  # read as a choice, as every display shows it
     # no spoiler: nothing on the page says whether the decision matches before the reveal
     assert "decision_agreement" not in keys(at) and "matches" not in texts(at.main) and "differs" not in texts(at.main)
     assert [e.label for e in card.expander] == ["Full winning text (Agent 1)", "Solutions and scores"]

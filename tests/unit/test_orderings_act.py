@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mad_core import DebateConfig, DebateEngine
-from mad_core.events import RoundStarted, TurnFinished
+from mad_core.events import DecisionAttempted, DecisionReached, RoundStarted, TurnFinished
 from mad_core.presets import preset_config
 
 # The agents answering (D), the preset's reference, in the first round; the others answer (A).
@@ -91,3 +91,35 @@ def test_madc_path_consistency_reads_answers_with_the_debates_answer_type(script
     named = {"Agent 1": "18 apples", "Agent 2": "18", "Agent 3": "17"}
     assert _first_round(script, named, ordering="madc", answer_type="number") == ["Agent 3", "Agent 1", "Agent 2"]
     assert _first_round(script, named, ordering="madc") == ["Agent 1", "Agent 2", "Agent 3"]
+
+
+@pytest.mark.parametrize("kind, answers, reference, decided, reason", [
+    ("number", ("18 apples", "18", "17"), "18", "18", "18: given by 2 of 3 agents"),
+    ("number", ("1.5 m/s", "2", "1.5"), "1.5", "1.5", "1.5: given by 2 of 3 agents"),
+    ("yes_no", ("Yes, it is.", "no", "yes"), "yes", "yes", "yes: given by 2 of 3 agents"),
+])
+def test_solution_counting_counts_answers_as_read(script, kind, answers, reference, decided, reason):
+    """Issue 19.3: counting over "18 apples", "18", "17" is not a three-way tie (then the first agent's
+    fallback) while the report says two agents agreed: it decides the read answer, given by 2 of 3."""
+    named = dict(zip(("Agent 1", "Agent 2", "Agent 3"), answers))
+    model, _ = script(lambda m, info: f"Because.\nFinal answer: {named[info['metadata']['agent']]}")
+    agents = [{"label": label, "model": model} for label in named]
+    cfg = DebateConfig.from_dict({"question": "How many apples?", "agents": agents, "protocol": "solution_counting",
+                                  "rounds": 1, "max_rounds": 3, "extract_final_answers": False,
+                                  "answer_type": kind, "reference": reference})
+    events = _run(cfg)
+    decisions = [e for e in events if isinstance(e, DecisionReached)]
+    assert len(decisions) == 1 and decisions[0].round == 1  # must not happen: a tie and another round
+    assert decisions[0].answer == decided and decisions[0].fallback is None
+    attempts = [e for e in events if isinstance(e, DecisionAttempted)]
+    assert attempts[-1].reason == reason
+
+
+def test_solution_counting_over_text_counts_as_before(script):
+    named = {"Agent 1": "18 apples", "Agent 2": "18", "Agent 3": "17"}
+    model, _ = script(lambda m, info: f"Because.\nFinal answer: {named[info['metadata']['agent']]}")
+    cfg = DebateConfig.from_dict({"question": "How many apples?", "protocol": "solution_counting", "rounds": 1,
+                                  "max_rounds": 1, "extract_final_answers": False,
+                                  "agents": [{"label": label, "model": model} for label in named]})
+    events = _run(cfg)
+    assert [e.reason for e in events if isinstance(e, DecisionAttempted)][0].startswith("tie: 3 answers")
