@@ -11,6 +11,10 @@ settled; a fragment redraws only what moves, a few times a second (`live_page.re
 A rerun or a closed tab neither stops nor duplicates a debate. The URL carries the session's token
 and the watched debate (`madlab_ui.session_memory`): a reload or a second tab with that URL shows the
 same form and debate; a tab without one lists the debates running now.
+
+Who sees what is `madlab_ui.access`'s: a tab that did not start the watched debate watches it
+read-only; a visitor (another machine without the teacher key) gets no form and no list of
+running debates: only the debate named in its link (`?debate=<id>`), read-only, or one line.
 """
 from __future__ import annotations
 
@@ -18,12 +22,14 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.view import DebateView
-from madlab_ui import browse, codebook, controls, forms, live_page, navigation, session_memory
-from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, page_setup
+from madlab_ui import access, browse, codebook, controls, forms, live_page, navigation, session_memory
+from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store
+from madlab_ui.page import page_setup
 
 if navigation.route():  # the entry file's run: the chosen page (maybe this one, run again) has been drawn
     st.stop()
 page_setup("Debate")
+access.key_notice()
 
 
 def load(debate_id: str) -> live_page.LivePage | None:
@@ -47,7 +53,7 @@ def watch(debate_id: str) -> None:
     with st.sidebar:
         st.subheader("Steer the debate")
         controls.render_controls(page.debate, page.view.agents)
-    if not page.running:
+    if not page.running:  # resume_button asks access: the teacher's only
         controls.resume_button(open_store(), debate_id, page.view.status, st, key="resume_debate")
     fork_note(open_store().get_debate(debate_id))
     live_page.watch(page, f"reveal_{debate_id}")
@@ -61,7 +67,8 @@ def fork_note(record: dict | None) -> None:
         return
     with st.container(key="fork_note", horizontal=True, vertical_alignment="center", gap="small"):
         st.markdown(f"↩️ {md_escape(label)}", width="content")
-        codebook.parent_button(record, "fork_parent", switch=True)
+        if access.is_teacher():  # the parent opens on the Transcripts page, which a visitor may not open
+            codebook.parent_button(record, "fork_parent", switch=True)
 
 
 # A projector is 1280x720: the form box and the transcript box take the height the window has (a fixed
@@ -81,6 +88,15 @@ div:has(> .st-key-transcript) { flex-basis: var(--box) !important; height: var(-
 </style>"""
 st.html(FIT_WINDOW_CSS)
 st.subheader(":material/forum: MAD Lab · watch and steer multi-agent LLM debates", anchor=False)
+if access.is_visitor():  # the debate in the link, read-only; no form, no list of running debates
+    if st.session_state.get(DEBATE_ID):
+        watch(st.session_state[DEBATE_ID])
+    else:
+        with st.container(key="visitor_home"):
+            st.markdown(access.VISITOR_HOME)
+    session_memory.show_watched_in_url()
+    session_memory.remember()
+    st.stop()
 fork_asked = st.session_state.get(FORK_REQUEST)
 arrived_to_fork = bool(fork_asked) and not fork_asked.get("applied")  # render_fork_banner marks it applied
 setup, stage = st.columns([2, 3], gap="large")

@@ -15,6 +15,8 @@ Keys: `reattach_<id8>`, `search`, `status_filter`, `protocol_filter` (and codebo
 (delete one annotation), `debate_actions` (the row of `export_json` /
 `export_md` / `export_csv`, `handout_md` / `handout_html`, `resume`), `replay_speed` / `replay_start` /
 `replay_stop`, `reveal_reference`.
+Only the teacher opens this page (`access.require` on pages/1_Transcripts.py); a running debate another
+session started is watched read-only, and its reference is not offered while it runs (`access.may_reveal`).
 What it must not do: run a debate in the script (resume and fork go through `mad_core.live`).
 """
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mad_core.events import DEBATE_STATUSES
 from mad_core.store import DEFAULT_TAGS
 from mad_core.view import DebateView, TurnView
 
-from . import codebook, controls, plots, replay, transcript
+from . import access, codebook, controls, plots, replay, transcript
 from .common import (DEBATE_ID, DEBATE_PAGE, FORK_REQUEST, OPEN_DEBATE, id8, md_escape, open_store, owner_id,
                      short, when)
 
@@ -111,7 +113,8 @@ def render_running(title: str = "Running now", action: str = "Reattach") -> None
         st.markdown(f"**{title}**")
         for debate in here:
             view = debate.view()
-            mine = " · started in this browser session" if debate.owner == owner_id() else ""
+            mine = (" · started in this browser session" if debate.owner == owner_id()
+                    else "" if access.owns(debate) else " · another session steers it: read-only here")
             question = view.config.get("question") or "(starting…)"
             _running_row(debate.debate_id, question, store.get_debate(debate.debate_id),
                          f"{transcript.status_word(view, debate)} · {len(view.turns)} turns{mine}", action,
@@ -230,8 +233,10 @@ def render_debate(debate_id: str) -> None:
     view = DebateView.from_store(store, debate_id)
     reveal_key = f"reveal_{debate_id}"
     st.divider()
+    title = short(record["question"], 160)
     with st.container(key="debate_title"):
-        st.header(short(record["question"], 160))
+        st.header(md_escape(title))  # a title: escaped, never markup (nothing in it is fetched)
+    transcript.render_question(record["question"], shown=title)  # the whole question when the title cuts it
     facts = [f"`{debate_id}`", f"**{record['status']}**", when(record.get("created_at")),
              md_escape(record["protocol"]), md_escape(record["paradigm"])]
     if record.get("parent_id"):
@@ -331,25 +336,28 @@ def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: i
     the fork button."""
     tags = open_store().tags() if tags is None else tags
     colours = codebook.colour_map(tags)
-    for note in notes.get(turn.id, []):
+    # Each control's name is its own (transcript.TRANSCRIPT_CSS hides the words that make it so from the
+    # eye, never from a screen reader): "Delete annotation 2 on turn 3 (tag)", "Annotate turn 3".
+    for i, note in enumerate(notes.get(turn.id, []), 1):
         line_col, delete_col = st.columns([12, 1], vertical_alignment="center")
         line_col.markdown(codebook.annotation_line(note, colours))
-        delete_col.button("", key=f"unannotate_{note['id']}", icon=":material/delete:", width="stretch",
+        delete_col.button(f"Delete annotation {i} on turn {k + 1} ({md_escape(short(note['tag'], 40))})",
+                          key=f"unannotate_{note['id']}", icon=":material/delete:", width="stretch",
                           on_click=_unannotate, args=(turn.id, note["id"]),
                           help=f"Delete this annotation ({md_escape(short(note['tag'], 60))}"  # help is markdown
                                + (f": {md_escape(short(note['note'], 60))}" if note.get("note") else "") + ")")
     tag_col, note_col, add_col, fork_col = st.columns([2, 3, 1, 1], vertical_alignment="bottom")
     # No accept_new_options: with it, Enter stored the typed prefix ("=SUM") as a new tag beside the
     # highlighted "=SUM(A1)". Enter picks the highlighted tag; a new one is made only via NEW_TAG.
-    picked = tag_col.selectbox("Tag", [codebook.NEW_TAG, *(t["name"] for t in tags)], index=None, key=f"tag_{k}",
+    picked = tag_col.selectbox(f"Tag for turn {k + 1}", [codebook.NEW_TAG, *(t["name"] for t in tags)], index=None, key=f"tag_{k}",
                                format_func=codebook.turn_tag_label, placeholder="tag…", label_visibility="collapsed")
     if picked == codebook.NEW_TAG:
-        tag_col.text_input("New tag", key=f"new_tag_{k}", max_chars=60, placeholder="new tag's name",
+        tag_col.text_input(f"New tag for turn {k + 1}", key=f"new_tag_{k}", max_chars=60, placeholder="new tag's name",
                            label_visibility="collapsed", help="Joins the codebook when you press Annotate")
-    note_col.text_input("Note", key=f"note_{k}", placeholder="note (optional)", label_visibility="collapsed")
-    add_col.button("Annotate", key=f"annotate_{k}", on_click=_annotate, args=(record["id"], turn.id, k),
+    note_col.text_input(f"Note on turn {k + 1}", key=f"note_{k}", placeholder="note (optional)", label_visibility="collapsed")
+    add_col.button(f"Annotate *turn {k + 1}*", key=f"annotate_{k}", on_click=_annotate, args=(record["id"], turn.id, k),
                    width="stretch")
-    if fork_col.button("Fork", key=f"fork_{k}", width="stretch", disabled=turn.seq is None,
+    if fork_col.button(f"Fork *at turn {k + 1}*", key=f"fork_{k}", width="stretch", disabled=turn.seq is None,
                        help="Start a new debate that keeps the turns up to this one (you may change the settings)."):
         st.session_state[FORK_REQUEST] = {"parent_id": record["id"], "seq": turn.seq, "turn_index": k,
                                           "config": record["config"]}

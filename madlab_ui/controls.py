@@ -32,6 +32,11 @@ in the transcript as `steer_{j}`. `resume_button` continues a stopped, failed or
 debate (key given by the page); when the debate cannot be resumed (finished, run elsewhere, its
 model gone) it says why and nothing changes.
 
+Who may steer is `access.can_steer`'s to say: only the session that started the debate (a teacher). Any
+other session gets the steering line and one caption (`steer_read_only`: `access.READ_ONLY`), and no
+control at all: a widget never drawn has no callback a crafted message could fire. Resume is the
+teacher's (`access.is_teacher`).
+
 What it must not do: run or decide anything itself, or render model or user text as HTML.
 """
 from __future__ import annotations
@@ -46,7 +51,8 @@ from mad_core.engine import Activity
 from mad_core.live import LiveDebate
 from mad_core.store import RESUMABLE_STATUSES, ResumeRefused
 
-from .common import DEBATE_ID, DEBATE_PAGE, md_escape, owner_id
+from . import access
+from .common import DEBATE_ID, DEBATE_PAGE, md_escape, model_markdown, owner_id
 from .live_page import SESSION_KEY, LivePage, refresh_interval
 
 NOTICE = "steer_notice_sent"  # session key: (kind, text, time.monotonic() when sent) of the last message
@@ -69,7 +75,7 @@ _CALLS = {"voting": "collecting {n} votes", "extraction": "extracting {n} answer
 def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
     """A Resume button (in `where`) for a debate that ended unfinished and that nobody here runs."""
     running_here = (debate := live.get(debate_id)) is not None and not debate.done
-    if status not in RESUMABLE_STATUSES or running_here:
+    if status not in RESUMABLE_STATUSES or running_here or not access.is_teacher():
         return
     if where.button("Resume", key=key, icon="▶️", width="stretch",
                     help="Continue from the last finished turn, on the Debate page."):
@@ -83,7 +89,7 @@ def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
             st.switch_page(DEBATE_PAGE)
     error = st.session_state.get(RESUME_ERROR)
     if error and error[0] == debate_id:
-        st.error(error[1])
+        st.error(model_markdown(error[1]))  # it may quote the configuration's text: no image, no math
 
 
 # ----- what the debate is doing, in words ------------------------------------------------------------
@@ -188,16 +194,29 @@ def _say(debate: LiveDebate, text_key: str, to_one: bool) -> None:
     except ValueError as exc:
         st.session_state[NOTICE] = ("error", f"Not sent: {exc}.", time.monotonic())
         return
-    st.session_state[text_key] = ""  # sent: clear the box (a refused message stays for editing)
+    st.session_state[text_key] = ""  # sent: the box is empty here too (the browser's form empties it)
     to = ", ".join(targets) if targets else "all agents"
     st.session_state[NOTICE] = ("ok", f"Message for {to} queued: it reaches their next turn.", time.monotonic())
 
 
 def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
     """Pause / resume / stop / force decision, and moderator messages, in a fragment of their own
-    that refreshes itself while the debate runs."""
+    that refreshes itself while the debate runs. A session that may not steer it (`access.can_steer`)
+    gets the steering line and the reason, no control (a visitor, also once it has ended)."""
     st.html(NOTICE_CSS)
+    ended = debate is None or debate.done  # every control disabled: the teacher sees the row as it was
+    if not (access.can_steer(debate) or (ended and access.is_teacher())):
+        st.fragment(run_every=steering_interval(debate))(_watch_only)(debate)
+        return
     st.fragment(run_every=steering_interval(debate))(_controls)(debate, labels)
+
+
+def _watch_only(debate: LiveDebate | None) -> None:
+    """The read-only fragment's body: the steering line and why there are no controls."""
+    with st.container(key="controls_read_only"):
+        _steering(debate)
+        with st.container(key="steer_read_only"):
+            st.caption(access.READ_ONLY)
 
 
 STEERING_HELP = ("Stop: end now (the turn under way is kept, cut). Decide now: skip the remaining rounds; "
@@ -223,15 +242,17 @@ def _controls(debate: LiveDebate | None, labels: list[str]) -> None:
         bottom[1].button("Decide now", key="force_decision", icon="⚖️", width="stretch",
                          disabled=not active or forced, on_click=getattr(controller, "force_decision", None))
         st.caption(STEERING_HELP)  # not a hover tooltip: see the module docstring
-        # Forms send the chosen agent, the text and the click together: no intermediate rerun can
-        # race with the fragment's redraws and lose a choice.
-        with st.form("say_all_form", border=False):
+        # Forms send the text and the click together, and empty their box in the browser once sent
+        # (`clear_on_submit`: a box emptied only from the server stayed full whenever a refresh of this
+        # fragment overtook the run that emptied it, so a second message was typed after the first).
+        # The agent is chosen outside the form: a form's clearing would put it back to the first agent.
+        with st.form("say_all_form", border=False, clear_on_submit=True):
             st.text_input("Message to all agents", key="say_all_text", disabled=not active,
                           placeholder="e.g. Check the units again.")
             st.form_submit_button("Send to all", key="say_all_send", disabled=not active,
                                   on_click=_say, args=(debate, "say_all_text", False))
-        with st.form("say_one_form", border=False):
-            st.selectbox("Message to one agent", labels or ["-"], key="say_one_agent", disabled=not active)
+        st.selectbox("Message to one agent", labels or ["-"], key="say_one_agent", disabled=not active)
+        with st.form("say_one_form", border=False, clear_on_submit=True):
             st.text_input("Private message", key="say_one_text", disabled=not active,
                           label_visibility="collapsed", placeholder="private message")
             st.form_submit_button("Send to this agent", key="say_one_send", disabled=not active,

@@ -21,6 +21,7 @@ import threading
 
 import streamlit as st
 
+from . import access
 from .common import ROOT
 
 # (file relative to app.py, title, icon, url path); the first one is the default page, served at "/".
@@ -48,7 +49,14 @@ def route() -> bool:
     pages = [st.Page(str(ROOT / path), title=title, icon=icon, default=url is None,
                      **({"url_path": url} if url else {}))
              for path, title, icon, url in PAGES]
-    chosen = st.navigation(pages)
+    visitor = access.is_visitor()
+    chosen = st.navigation(pages, position="hidden" if visitor else "sidebar")
+    if visitor:
+        if not access.may_open(chosen.title):
+            access.refuse()  # one line; the page is not run
+        for page in pages:
+            if access.may_open(page.title):
+                st.sidebar.page_link(page)
     _inside.page = True
     try:
         chosen.run()

@@ -164,7 +164,7 @@ def render_question(question: str | None) -> None:
     several lines, a Knight-Knave-Spy puzzle) in smaller type (`presenter_question_long`), every line
     of it there: the box scrolls, the agents below keep their place on the screen."""
     text = str(question or "")
-    long = len(text) > LONG_QUESTION_CHARS or text.strip().count("\n") > 1
+    long = transcript.long_question(text, LONG_QUESTION_CHARS, 2)
     with st.container(key="presenter_question_long" if long else "presenter_question_short"):
         st.markdown(plain_markdown(text))
 

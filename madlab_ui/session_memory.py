@@ -11,6 +11,11 @@ A new session that arrives with a token gets them back before any widget is draw
 own copy too (`KEPT`, a plain key): `forms.keep_form_state` takes a field Streamlit dropped on a page switch
 from it.
 
+A visitor (`access.is_visitor`: another machine without the teacher key) keeps its values in a slot of
+its own (`slot`): a visitor who copied the projected address, the teacher's token in it, neither gets the
+teacher's form back nor writes over what the teacher's reload brings back; holding the token lets it
+steer nothing (a visitor never steers, `access.can_steer`).
+
 What it must not do: keep anything but the form's plain values and a debate id (no live objects,
 no model output), write the store, or draw anything. It is forgotten when the server restarts;
 the `debate` parameter still reattaches a stored debate then.
@@ -26,6 +31,7 @@ from typing import Any
 
 import streamlit as st
 
+from . import access
 from .common import DEBATE_ID, FORK_REQUEST, OWNER_ID, POLL_VOTER
 
 TOKEN_PARAM = "session"  # URL parameter: the session token (= owner id)
@@ -73,6 +79,11 @@ def valid_token(value: Any) -> bool:
     return isinstance(value, str) and _TOKEN.fullmatch(value) is not None
 
 
+def slot(token: str) -> str:
+    """Where the memory keeps a token's values: a visitor's apart from the teacher's."""
+    return f"visitor:{token}" if access.is_visitor() else token
+
+
 def attach() -> None:
     """Give this session its token (the URL's, else a new one) and keep it in the URL. A new session
     arriving with a token gets the remembered form and debate back; `debate=<id>` in the URL wins
@@ -81,7 +92,7 @@ def attach() -> None:
         token = st.query_params.get(TOKEN_PARAM)
         if valid_token(token):
             st.session_state[OWNER_ID] = token
-            for key, value in MEMORY.load(token).items():
+            for key, value in MEMORY.load(slot(token)).items():
                 st.session_state[key] = value
         else:
             st.session_state[OWNER_ID] = uuid.uuid4().hex
@@ -101,7 +112,7 @@ def remember() -> None:
         return
     state = st.session_state
     values = {key: state[key] for key in remembered_keys() if key in state}
-    MEMORY.save(token, values)
+    MEMORY.save(slot(token), values)
     state[KEPT] = copy.deepcopy(values)
 
 

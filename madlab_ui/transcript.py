@@ -37,10 +37,18 @@ FROM_PARENT = "↩️ from the parent"  # a fork's copied turn or message (Debat
 _TURN_MARKS = {"streaming": "✍️ streaming", "paused": "⏸️ paused", "failed": "❌ failed",
                "interrupted": "⏹️ interrupted"}
 QUESTION_KEY = "debate_question"  # the question's box on the Debate and Transcripts pages
+LONG_QUESTION_CHARS, LONG_QUESTION_LINES = 300, 4  # a longer question gets a bordered box 30 % of the window high
 # Our own static stylesheet (no model or user text in it): the question's box is at most ~30 % of the
 # window high and scrolls inside; a bubble's header sticks to the top of the transcript box.
 TRANSCRIPT_CSS = """<style>
 .st-key-debate_question { max-height: 30dvh; overflow-y: auto; flex-shrink: 0; scrollbar-width: thin; }
+.st-key-debate_question:has(.st-key-debate_question_long) {
+  height: 30dvh; border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; padding: 0.25rem 0.75rem;
+}
+/* The Debate page's transcript box (sized to the window in app.py) leaves a long question's box its room. */
+[data-testid="stMain"]:has(.st-key-debate_question_long) div:has(> .st-key-transcript) {
+  --box: max(200px, calc(70dvh - 290px));
+}
 .st-key-debate_question [data-testid="stMarkdownContainer"] p { overflow-wrap: anywhere; }
 /* No invisible stop for the keyboard: Streamlit's "link to heading" anchors show only under the mouse. */
 [data-testid="stHeaderActionElements"] a { display: none; }
@@ -52,7 +60,7 @@ TRANSCRIPT_CSS = """<style>
   position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden;
   clip-path: inset(50%); white-space: nowrap;
 }
-.st-key-transcript [class*="st-key-turn_head_"] {
+.st-key-transcript [data-testid="stLayoutWrapper"]:has(> [class*="st-key-turn_head_"]) {
   position: sticky; top: 0; z-index: 2; background-color: rgb(255, 255, 255);
   box-shadow: 0 0.4rem 0.4rem -0.4rem rgba(0, 0, 0, 0.25);
 }
@@ -133,8 +141,17 @@ def render_question(question: str | None, shown: str | None = None) -> None:
     question = str(question or "")
     if shown is not None and " ".join(shown.split()) == question.strip():
         return
-    with st.container(key=QUESTION_KEY, border=True):
-        st.markdown(plain_markdown(question))
+    with st.container(key=QUESTION_KEY):
+        if long_question(question, LONG_QUESTION_CHARS, LONG_QUESTION_LINES):  # a box of its own, 30 % high
+            with st.container(key=f"{QUESTION_KEY}_long"):
+                st.markdown(plain_markdown(question))
+        else:
+            st.markdown(plain_markdown(question))
+
+
+def long_question(question: str, chars: int, lines: int) -> bool:
+    """Is the question more than a few lines of text (over `chars` characters or `lines` lines)?"""
+    return len(question) > chars or question.strip().count("\n") >= lines
 
 
 # ----- transcript ------------------------------------------------------------------------------

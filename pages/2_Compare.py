@@ -24,8 +24,8 @@ import streamlit as st
 from mad_core import figures, handout
 from mad_core.view import DebateView
 from madlab_ui import codebook, compare, plots, transcript
-from madlab_ui.common import (MODERATOR_AVATAR, agent_style, id8, md_escape, model_markdown, open_store, page_setup,
-                              short)
+from madlab_ui.common import MODERATOR_AVATAR, agent_style, id8, md_escape, model_markdown, open_store, short
+from madlab_ui.page import page_setup
 
 OVERVIEW, SIDE_BY_SIDE = "Overview", "Side by side"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from mad_core.models import DEFAULT_MODEL, call_model, known_models, provider_names, validate_model_name
-from madlab_ui.common import md_escape, page_setup
+from madlab_ui.common import md_escape
+from madlab_ui.page import page_setup
 
 TESTS = "model_tests"  # session key: {model name: (status, text, seconds)}
 TEST_PROMPT = [{"role": "user", "content": "Say hello in five words."}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from madlab_ui import presenter
-from madlab_ui.common import page_setup
+from madlab_ui.page import page_setup
 
 page_setup("Presenter")
 st.set_page_config(initial_sidebar_state="collapsed")

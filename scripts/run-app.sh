@@ -4,4 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Browsers on this machine are the teacher; another machine is a visitor (poll, projected debate) unless it
+# opens this line's link (madlab_ui/access.py; the key is kept in MADLAB_HOME and printed only here).
+.venv/bin/python -m madlab_ui.access "$@" || echo "No teacher key line: other machines are visitors only." >&2
 exec .venv/bin/python -m streamlit run app.py --browser.gatherUsageStats false "$@"

@@ -53,7 +53,7 @@ def test_progress_bar_counts_the_calls_of_the_configuration(streaming):
     at = watch(streaming)
     bar = at.get_by_key("debate_progress").get("progress")[0]
     # 3 discussion turns + 3 extractions + 3 ballots when decided after round 1; none finished yet.
-    assert bar.proto.text == "Round 1 of max 2 · discussion · 0 calls done, ≈ 9 left · ETA after the first call"
+    assert bar.proto.text == "Round 1 of 1 (cap 2) · discussion · 0 calls done, ≈ 9 left · ETA after the first call"
     assert bar.value == 0
     assert "Running" in line(at, "steering_status")
 

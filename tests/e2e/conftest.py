@@ -16,6 +16,7 @@ repeats its last reply, "1", which is valid as a discussion turn, an extraction 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -65,16 +66,17 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory) -> Server:
-    """`streamlit run app.py` on a free port with scripted models; killed at the end."""
+@contextlib.contextmanager
+def run_server(root: Path, address: str = "127.0.0.1", scripts_table: dict | None = None):
+    """`streamlit run app.py` bound to `address` on a free port, with its own MADLAB_HOME under `root`
+    and the scripted models `scripts_table` (default: SCRIPTS); killed at the end. The Server's url
+    is always the loopback one."""
     if not (REPO / "app.py").exists():
         pytest.fail(f"{REPO / 'app.py'} does not exist: the e2e tests need the Streamlit app")
-    root = tmp_path_factory.mktemp("madlab-e2e")
     home = root / "home"
     home.mkdir()
     scripts = root / "scripts.json"
-    scripts.write_text(json.dumps(SCRIPTS, indent=2), encoding="utf-8")
+    scripts.write_text(json.dumps(SCRIPTS if scripts_table is None else scripts_table, indent=2), encoding="utf-8")
     port = _free_port()
     env = {
         **os.environ,
@@ -88,7 +90,7 @@ def server(tmp_path_factory) -> Server:
     }
     log_path = root / "streamlit.log"
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-               "--server.port", str(port), "--server.address", "127.0.0.1",
+               "--server.port", str(port), "--server.address", address,
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -115,6 +117,13 @@ def server(tmp_path_factory) -> Server:
 
 
 @pytest.fixture(scope="session")
+def server(tmp_path_factory) -> Server:
+    """`streamlit run app.py` on a free loopback port with scripted models; killed at the end."""
+    with run_server(tmp_path_factory.mktemp("madlab-e2e")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
 def browser():
     chromium = shutil.which("chromium")
     if chromium is None:
@@ -136,13 +145,13 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f"rep_{report.when}", report)
 
 
-@pytest.fixture
-def page(browser, server, request):
-    """A fresh browser context per test; on failure, a screenshot and the server log's tail."""
+@contextlib.contextmanager
+def browser_page(browser, server, request, viewport: dict | None = None):
+    """A fresh context and page of `browser` (on `server`); on failure, a screenshot and the server log's tail."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=20_000)
-    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    context = browser.new_context(viewport=viewport or {"width": 1500, "height": 1100})
     context.set_default_timeout(20_000)
     new_page = context.new_page()
     errors: list[str] = []
@@ -159,6 +168,13 @@ def page(browser, server, request):
             print(f"\nno screenshot: {exc}")
         print(f"page errors: {errors}\n--- streamlit log (tail) ---\n{server.log_tail()}")
     context.close()
+
+
+@pytest.fixture
+def page(browser, server, request):
+    """A fresh browser context per test; on failure, a screenshot and the server log's tail."""
+    with browser_page(browser, server, request) as new_page:
+        yield new_page
 
 
 @pytest.fixture
