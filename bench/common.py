@@ -22,6 +22,7 @@ import os
 import platform
 import pstats
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -189,6 +190,31 @@ def finish(result: Result, args: argparse.Namespace, profiler: "ThreadProfiler |
     if getattr(args, "json", None):
         Path(args.json).write_text(json.dumps(result.to_json(), indent=1))
     return 0
+
+
+def rss_mib(pid: int | None, field: str = "VmRSS") -> float | None:
+    """Resident memory of ``pid`` in MiB: now (VmRSS in /proc/<pid>/status), or its peak with
+    ``field="VmHWM"``; None when it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def stop_process(process: "subprocess.Popen", grace: float = 15.0) -> None:
+    """Stop a server this benchmark started: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=grace)
 
 
 # ----- profiling every thread -----------------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Result, finish, parser  # noqa: E402
+from bench.common import Result, finish, parser, rss_mib  # noqa: E402
 from bench.local_model import DEFAULT_DEBATE, QUESTION  # noqa: E402
 
 
@@ -28,13 +28,7 @@ def peak_rss_mb(pid: int | None = None) -> float | None:
     """Peak resident memory in MiB of ``pid`` (None: this process); None when it cannot be read."""
     if pid is None or pid == os.getpid():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return rss_mib(pid, "VmHWM")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -727,7 +727,13 @@ class Store:
             self._update_debate(debate_id, status=status, updated_at=time.time())
 
     def _is_dead(self, row: dict[str, Any], host: str, now: float) -> bool:
-        """Whether a 'running' row's owner is gone: no heartbeat for CLAIM_EXPIRES_S, or its process died."""
+        """Whether a 'running' row's owner is gone: no heartbeat for CLAIM_EXPIRES_S, or its process died.
+
+        A debate this very process runs (its owner's claim held in HEARTBEATS) is never gone here: on a
+        busy machine the heartbeat thread may lag a minute behind, and this process's own reader (a
+        page, an export) would then interrupt its live debates, which fail at their next write."""
+        if row.get("pid") == os.getpid() and row.get("host") == host and row.get("owner") in HEARTBEATS.held().values():
+            return False
         beat = row.get("heartbeat_at")
         if beat is not None and now - max(beat, row.get("updated_at") or 0) > CLAIM_EXPIRES_S:
             return True

@@ -30,7 +30,7 @@ from mad_core.tasks.generated import GENERATED_SETS
 from mad_core.tasks.sets import task_sets
 
 from . import plots
-from .common import OPEN_DEBATE, id8, md_escape, open_store, short, when
+from .common import OPEN_DEBATE, id8, md_escape, model_markdown, open_store, short, when
 
 EXP_OPEN = "experiment_open"  # session key: the experiment opened on this page
 EXP_ERROR = "experiment_error"  # session key: why the last Start was refused
@@ -168,7 +168,7 @@ def render_new() -> None:
         st.button("Start from YAML", key="exp_start_yaml", type="primary", on_click=_start_yaml)
     error = st.session_state.get(EXP_ERROR)
     if error:
-        st.error(error)
+        st.error(model_markdown(error))  # it may quote the spec's own text: no image, no math
 
 
 # ----- the list -------------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def render_experiment(experiment_id: str) -> None:
         st.session_state.pop(EXP_OPEN, None)
         return
     st.divider()
-    st.header(short(record["name"], 120))
+    st.header(md_escape(short(record["name"], 120)))  # the user's name for it: escaped, never markup
     st.caption(md_escape(results.spec_summary(record["spec"])) + f" · `{experiment_id}`")
     _progress(experiment_id, record["status"])
     _results(store, experiment_id)
@@ -220,7 +220,7 @@ def _progress(experiment_id: str, status: str) -> None:
                                                  + (f" · {runner.format_eta(progress.eta_s)}" if now == "running"
                                                     else ""))
         if record.get("error"):
-            st.error(record["error"])
+            st.error(model_markdown(record["error"]))
         here = runner.active(experiment_id)
         if now == "running":
             if st.button("Refresh results", key="exp_refresh", help="The table below shows the debates done when "
@@ -262,7 +262,7 @@ def _results(store, experiment_id: str) -> None:
     right.download_button("Every debate (CSV)", results.to_csv(results.run_records(found.runs)),
                           file_name=f"{name}-debates.csv", mime="text/csv", key="exp_runs_csv", on_click="ignore")
     for problem in found.problems:
-        st.warning(problem)
+        st.warning(model_markdown(problem))
     _plots(found.plots, name)
     _debates(found.runs)
 

@@ -43,6 +43,12 @@ line_figure = figures.line_figure  # the Compare page draws its lines with it
 PLOT_CONFIG = {"displayModeBar": True, "displaylogo": False, "modeBarButtons": [["toImage"]],
                "toImageButtonOptions": {"format": "png", "scale": 2}}
 MAX_CACHED = 64  # reports kept in this process
+MAX_MEMO_TEXTS = 1000  # texts whose embeddings the in-process memo keeps (~12 KB each); then it starts afresh
+# What each chart's HTML download button names (its label is its accessible name: never five "HTML").
+CHART_NAMES = {"plot_diversity": "answer similarity", "plot_entropy": "entropy", "plot_agreement": "agreement",
+               "plot_accuracy": "accuracy", "plot_votes": "vote", "plot_timeline": "answer timeline",
+               "compare_diversity": "diversity comparison", "compare_entropy": "entropy comparison",
+               "compare_agreement": "agreement comparison"}
 num = reports.format_number  # a metric as people read it ("-" for None)
 
 _cache: dict[tuple, dict[str, Any]] = {}  # (debate, state, embedder) -> report
@@ -69,7 +75,7 @@ def complete_rounds(view: DebateView) -> set[int]:
 def _memo() -> reports.MemoEmbedder:
     with _cache_lock:
         memo = _memos.get(id(EMBED))
-        if memo is None or memo.embed is not EMBED:
+        if memo is None or memo.embed is not EMBED or len(memo.vectors) > MAX_MEMO_TEXTS:
             memo = _memos[id(EMBED)] = reports.MemoEmbedder(EMBED)
         return memo
 
@@ -128,14 +134,28 @@ def agreement_series(view: DebateView) -> list[tuple[int, float | None]]:
 
 
 # ----- rendering ------------------------------------------------------------------------------
-def chart_config(container_key: str) -> dict[str, Any]:
-    """st.plotly_chart's config: the camera button (PNG named after the chart) always visible."""
-    return {**PLOT_CONFIG, "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": container_key}}
+def chart_name(container_key: str, title: str = "") -> str:
+    """What a chart's buttons call it: "vote" ("Download the vote chart as HTML")."""
+    return CHART_NAMES.get(container_key) or title.lower() or container_key
+
+
+def chart_config(container_key: str, title: str = "") -> dict[str, Any]:
+    """st.plotly_chart's config: the camera button (PNG named after the chart) always visible, its
+    tooltip and accessible name saying which chart it saves (plotly's words for it, replaced through
+    the figure's own `locales`: five cameras are never five "Download plot as a PNG")."""
+    png = {"Download plot as a PNG": f"Download the {chart_name(container_key, title)} chart as PNG"}
+    return {**PLOT_CONFIG, "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": container_key},
+            "locales": {"en-US": {"dictionary": png}, "en": {"dictionary": png}}}
 
 
 def chart_html(fig: go.Figure, container_key: str) -> str:
     """The chart as a standalone HTML page (what its `html_{key}` button downloads)."""
     return figures.figure_html(fig, chart_config(container_key))
+
+
+def download_label(container_key: str, title: str) -> str:
+    """The HTML download button's words, which say which chart: "Download the vote chart as HTML"."""
+    return f"Download the {chart_name(container_key, title)} chart as HTML"
 
 
 def chart(container_key: str, title: str, fig: go.Figure | None, empty: str = EMPTY) -> None:
@@ -147,8 +167,8 @@ def chart(container_key: str, title: str, fig: go.Figure | None, empty: str = EM
             st.markdown(f"**{title}**")
             st.caption(empty)
             return
-        st.plotly_chart(fig, key=f"chart_{container_key}", config=chart_config(container_key))
-        st.download_button("HTML", data=functools.partial(chart_html, fig, container_key),
+        st.plotly_chart(fig, key=f"chart_{container_key}", config=chart_config(container_key, title))
+        st.download_button(download_label(container_key, title), data=functools.partial(chart_html, fig, container_key),
                            file_name=f"{container_key}.html", mime="text/html", key=f"html_{container_key}",
                            on_click="ignore", icon=":material/download:",
                            help="The chart as a standalone HTML file (works offline); the camera above saves a PNG.")
@@ -197,7 +217,8 @@ def render_agents(report: dict[str, Any]) -> None:
         if not agents:
             st.caption(EMPTY)
             return
-        rows = [{"agent": label, "model": row.get("model") or "", "consistency": _cell(num(row.get("path_consistency"))),
+        rows = [{"agent": md_escape(label), "model": md_escape(row.get("model") or ""),  # cells are Markdown
+                 "consistency": _cell(num(row.get("path_consistency"))),
                  "initial → final": _states(row), "changes": len(row.get("changes") or [])}
                 for label, row in agents.items()]
         st.table(rows, hide_index=True)
@@ -223,8 +244,9 @@ def _states(row: dict[str, Any]) -> str:
     start, end = row.get("initial_state"), row.get("final_state")
     if start is None:
         return "—"  # no reference: no state (a "-" would show as a bullet)
-    if isinstance(start, dict):  # per player (Knight-Knave-Spy)
-        return "; ".join(f"{player}: {state} → {(end or {}).get(player, '—')}" for player, state in start.items())
+    if isinstance(start, dict):  # per player (Knight-Knave-Spy; the players' names are the user's: escaped)
+        return "; ".join(f"{md_escape(player)}: {state} → {(end or {}).get(player, '—')}"
+                         for player, state in start.items())
     return f"{start} → {end or '—'}"
 
 

@@ -3,9 +3,11 @@
 What it is for:
   * ``call_model`` streams one chat completion through ``litellm.completion(stream=True)``,
     hands each text piece to a callback, can be interrupted between pieces, bounds every
-    attempt by ``RetryPolicy.timeout`` (in-process backends included), retries transient
-    failures (waiting at least what a server's ``Retry-After`` asks), and returns a
-    ``CallResult`` whose error text names the real cause.
+    attempt (``RetryPolicy``: a remote model's whole reply; a model streaming on this
+    machine by the time without a new piece, so a busy CPU does not fail its turns), cuts
+    and keeps a reply that repeats itself, retries transient failures (waiting at least
+    what a server's ``Retry-After`` asks), and returns a ``CallResult`` whose error text
+    names the real cause.
   * ``local/...`` names a GGUF model served by llama.cpp's own server, which MAD Lab
     starts and supervises (``llama_server``); ``_route`` sends such a call through
     litellm's OpenAI-compatible provider to that server, exactly like a remote model
@@ -57,11 +59,14 @@ import os
 import queue
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mad_core.models.damage import DamagedStreamError, as_damage, guard
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
@@ -106,16 +111,86 @@ class CallResult:
     latency_s: float  # the whole call, retries and backoff included
     first_token_s: float | None  # from the start of the call to the first piece of the last attempt
     attempts: int
+    # What was wrong with a reply that was kept (status "ok"), e.g. "cut: the model repeated
+    # itself (...)"; None when nothing was. ``error`` stays the cause of a failure only.
+    note: str | None = None
+
+
+# Where a model streams on this machine (llama-server, an in-process checkpoint), a busy CPU
+# makes a whole reply slow while its pieces keep coming: such a stream is bounded by the time
+# without a new piece, not by the whole reply. Each bound is an environment knob (seconds;
+# "inf": no bound of that kind); RetryPolicy's local_* fields override them.
+LOCAL_FIRST_PIECE_ENV, LOCAL_FIRST_PIECE_S = "MADLAB_LOCAL_FIRST_PIECE_S", 300.0  # server start + prefill
+LOCAL_IDLE_ENV, LOCAL_IDLE_S = "MADLAB_LOCAL_IDLE_S", 60.0  # between two pieces
+LOCAL_TOTAL_ENV, LOCAL_TOTAL_S = "MADLAB_LOCAL_TOTAL_S", 900.0  # the whole reply's cap
+# A stream that repeats the same piece this many times in a row is cut there and kept, marked
+# so (litellm's own guard, which fails the call instead, is switched off in ``_litellm``).
+REPEAT_LIMIT_ENV, REPEAT_LIMIT = "MADLAB_REPEAT_LIMIT", 100
+_STREAMS_HERE = {"local", "hf"}
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """How far one attempt's stream may go (None: no limit of that kind).
+
+    ``first_piece``: seconds waiting for the first piece (opening the stream, starting a
+    server, the prefill); ``idle``: seconds waiting for each next piece; ``total``: all the
+    attempt's waits added up (without ``first_piece`` and ``idle`` it is the whole-reply
+    bound, and the timeout texts say "within"). Time the caller spends in its own callbacks
+    counts in none of them. ``repeats``: the same piece this many times in a row ends the
+    stream, and the reply is kept as it is, with a note.
+    """
+
+    first_piece: float | None = None
+    idle: float | None = None
+    total: float | None = None
+    repeats: int | None = None
+
+    @property
+    def whole_reply(self) -> bool:
+        """True when only ``total`` bounds time (remote models): the old whole-reply bound."""
+        return self.first_piece is None and self.idle is None
+
+    def http_timeout(self) -> float | None:
+        """litellm's per-request timeout (httpx applies it to every read): just above ours, so ours
+        names the cause, and the abandoned connection (a llama-server slot) is let go soon after."""
+        if self.whole_reply:
+            return self.total
+        gaps = [bound for bound in (self.first_piece, self.idle) if bound is not None]
+        return max(gaps) + 1.0 if gaps else self.total
+
+
+def _setting(value: float | None, env: str, default: float) -> float | None:
+    """``value``, else the environment's ``env``, else ``default``; inf means no bound (None)."""
+    raw = os.environ.get(env, "").strip() if value is None else repr(value)
+    try:
+        seconds = float(raw) if raw else default
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0:
+        raise ValueError(f"{env}={raw!r} is not a number of seconds above 0 (inf: no bound)")
+    return None if math.isinf(seconds) else seconds
 
 
 @dataclass
 class RetryPolicy:
     """How ``call_model`` bounds attempts and retries transient failures.
 
-    ``timeout`` bounds each attempt, whatever the backend: the attempt may spend at most
-    that many seconds waiting for the model (opening the stream, the first piece, each
-    next piece, added up); time spent in the caller's ``should_stop``/``on_token`` is not
-    counted. None: no bound of our own (litellm's own timeouts still apply remotely).
+    ``timeout`` bounds each attempt of a remote model (and of ``scripted``/``callable``):
+    the attempt may spend at most that many seconds waiting for the model (opening the
+    stream, the first piece, each next piece, added up); time spent in the caller's
+    ``should_stop``/``on_token`` is not counted. None: no bound of our own (litellm's own
+    timeouts still apply remotely).
+
+    A model that streams on this machine (``local/``, ``hf/``) is bounded instead by the
+    time without a new piece: ``local_first_piece`` s to the first piece, ``local_idle`` s
+    between pieces, and a ``local_total`` s cap on the whole reply; None takes the
+    environment's ``MADLAB_LOCAL_FIRST_PIECE_S`` / ``MADLAB_LOCAL_IDLE_S`` /
+    ``MADLAB_LOCAL_TOTAL_S`` (defaults 300, 60, 900), ``math.inf`` no bound. A stream that
+    keeps coming is never cut by the whole-reply ``timeout``.
+
+    ``repeat_limit`` (None: ``MADLAB_REPEAT_LIMIT``, default 100; 0: never): the same piece
+    that many times in a row ends the stream, and the reply is kept with a note.
 
     ``max_delay`` is the longest wait before a retry, a server's ``Retry-After`` included.
     A server that asks for more than ``max_delay`` is not retried early: ``call_model``
@@ -126,7 +201,28 @@ class RetryPolicy:
     max_attempts: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
-    timeout: float | None = 120.0  # seconds one attempt may wait for the model
+    timeout: float | None = 120.0  # seconds one attempt may wait for a remote model
+    local_first_piece: float | None = None
+    local_idle: float | None = None
+    local_total: float | None = None
+    repeat_limit: int | None = None
+
+    def limits(self, model: str) -> StreamLimits:
+        """The limits of one attempt of ``model`` (ValueError: a knob in the environment is not a number)."""
+        repeats = self.repeat_limit
+        if repeats is None:
+            raw = os.environ.get(REPEAT_LIMIT_ENV, "").strip()
+            if raw and not raw.isdigit():
+                raise ValueError(f"{REPEAT_LIMIT_ENV}={raw!r} is not a whole number (0: never cut)")
+            repeats = int(raw) if raw else REPEAT_LIMIT
+        if not streams_here(model):
+            return StreamLimits(total=self.timeout, repeats=repeats or None)
+        return StreamLimits(
+            first_piece=_setting(self.local_first_piece, LOCAL_FIRST_PIECE_ENV, LOCAL_FIRST_PIECE_S),
+            idle=_setting(self.local_idle, LOCAL_IDLE_ENV, LOCAL_IDLE_S),
+            total=_setting(self.local_total, LOCAL_TOTAL_ENV, LOCAL_TOTAL_S),
+            repeats=repeats or None,
+        )
 
     def delay(self, failed_attempts: int) -> float:
         """Backoff before the next attempt, after ``failed_attempts`` failures (1, 2, ...)."""
@@ -247,6 +343,11 @@ def _litellm():
     # caching), which MAD Lab uses neither of: it cost ~40 % of per-call time against a
     # fixed-latency model (bench/engine_overhead.py). Usage is read from the stream itself.
     litellm.disable_streaming_logging = True
+    # litellm fails a stream that repeats one piece 100 times (an InternalServerError, so it was
+    # retried three times and the turn failed); ``_stream_once`` cuts such a stream itself and
+    # keeps what was said (``RetryPolicy.repeat_limit``).
+    litellm.REPEATED_STREAMING_CHUNK_LIMIT = sys.maxsize
+    guard(litellm)  # an unreadable event fails the attempt instead of vanishing (``damage``)
     return litellm
 
 
@@ -366,6 +467,7 @@ def _transient_types() -> tuple[type[BaseException], ...]:
     litellm = _litellm()
     return (
         EmptyReplyError,
+        DamagedStreamError,
         litellm.Timeout,
         litellm.RateLimitError,
         litellm.APIConnectionError,
@@ -381,7 +483,8 @@ def _provider_error(exc: BaseException) -> BaseException:
     litellm 1.106.2 wraps an error raised while streaming in ``MidStreamFallbackError``
     (a ``ServiceUnavailableError``) with the mapped error in ``original_exception``, and
     maps any exception it does not know (a custom handler's ``RuntimeError``, say) to
-    ``APIConnectionError``, leaving the original as ``__context__``.
+    ``APIConnectionError``, leaving the original as ``__context__``. A JSON error raised
+    reading the server's events is a ``DamagedStreamError`` (``damage.as_damage``).
     """
     litellm = _litellm()
     while isinstance(exc, litellm.exceptions.MidStreamFallbackError) and exc.original_exception is not None:
@@ -391,8 +494,8 @@ def _provider_error(exc: BaseException) -> BaseException:
         while cause is not None and _is_litellm_error(cause):
             cause = cause.__cause__ or cause.__context__
         if cause is not None and not _is_network_error(cause):
-            return cause
-    return exc
+            return as_damage(cause)
+    return as_damage(exc)
 
 
 def _is_network_error(exc: BaseException) -> bool:
@@ -495,6 +598,7 @@ class _Attempt:
     first_token_s: float | None = None
     interrupted: bool = False
     error: BaseException | None = None
+    note: str | None = None  # what was wrong with a stream that ended without an error
 
 
 class _Pump:
@@ -546,19 +650,52 @@ class _Pump:
         self._wanted.release()  # wakes the helper thread if it waits for a request
 
 
-def _attempt_timeout(model: str, timeout: float, pieces: int) -> BaseException:
-    within = f"within {_seconds(timeout)} s"
-    if pieces:
-        message = f"the reply stalled after {pieces} piece{'s' * (pieces > 1)} and did not finish {within}"
-    else:
-        message = f"no reply {within}"
-    return _litellm().Timeout(message=message, model=model, llm_provider=_split(model)[0])
+class _Clock:
+    """The model's time in one attempt: waits added up, and the wait since the last piece."""
+
+    def __init__(self, limits: StreamLimits):
+        self.limits = limits
+        self.waited = 0.0
+        self.since_piece = 0.0
+        self.pieces = 0  # chunks received
+        self.hit: str | None = None  # the bound that would end the next wait
+
+    def allowance(self) -> float | None:
+        """How long the next wait may last (None: no bound), and which bound that is (``hit``)."""
+        gap = self.limits.first_piece if self.pieces == 0 else self.limits.idle
+        bounds = [(gap - self.since_piece, "first_piece" if self.pieces == 0 else "idle")] if gap is not None else []
+        if self.limits.total is not None:
+            bounds.append((self.limits.total - self.waited, "total"))
+        if not bounds:
+            return None
+        allowance, self.hit = min(bounds)
+        return allowance
+
+    def add(self, seconds: float, got_chunk: bool) -> None:
+        self.waited += seconds
+        self.since_piece = 0.0 if got_chunk else self.since_piece + seconds
+        self.pieces += got_chunk
+
+    def timeout(self, model: str, pieces: int) -> BaseException:
+        """The ``litellm.Timeout`` that names the bound hit, after ``pieces`` pieces of text."""
+        limits, after = self.limits, f"after {pieces} piece{'s' * (pieces != 1)}"
+        if limits.whole_reply:
+            within = f"within {_seconds(limits.total)} s"
+            message = (f"the reply stalled {after} and did not finish {within}" if pieces else f"no reply {within}")
+        elif self.hit == "first_piece":
+            message = f"no first piece within {_seconds(limits.first_piece)} s"
+        elif self.hit == "idle":
+            message = f"no new piece for {_seconds(limits.idle)} s ({after})"
+        else:
+            message = f"the whole reply passed the {_seconds(limits.total)} s cap ({after})"
+        return _litellm().Timeout(message=message, model=model, llm_provider=_split(model)[0])
 
 
-def _stream_once(model, messages, options, on_token, should_stop, started, timeout) -> _Attempt:
-    """One streamed attempt, waiting at most ``timeout`` s for the model in all.
+def _stream_once(model, messages, options, on_token, should_stop, started, limits: StreamLimits) -> _Attempt:
+    """One streamed attempt, within ``limits`` (the model's time only: see ``StreamLimits``).
 
     Model errors (a timeout included) are returned in ``error``; callback errors propagate.
+    A stream cut for repeating itself ends without an error, with a ``note``.
     """
     attempt = _Attempt()
     parts: list[str] = []
@@ -569,17 +706,17 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
     # it is the end, without litellm's end-of-stream work (it rebuilds the whole response and
     # prices it, ~4 ms a call, for nothing read here: usage is read from the chunks).
     ends_when_finished = _split(model)[0] in _CUSTOM_PROVIDERS and not _router_module().is_group(model)
-    waited = 0.0
+    clock, repeats = _Clock(limits), _Repeats(limits.repeats)
     finished = False
     try:
         while True:
             asked = time.perf_counter()
-            kind, chunk = pump.next(None if timeout is None else timeout - waited)
-            waited += time.perf_counter() - asked
+            kind, chunk = pump.next(clock.allowance())
+            clock.add(time.perf_counter() - asked, kind == "chunk")
             if kind == "end":
                 break
             if kind != "chunk":
-                attempt.error = chunk if kind == "error" else _attempt_timeout(model, timeout, len(parts))
+                attempt.error = chunk if kind == "error" else clock.timeout(model, len(parts))
                 break
             attempt.usage = getattr(chunk, "usage", None) or attempt.usage
             if finished and attempt.usage is not None:
@@ -600,6 +737,9 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
                 parts.append(piece)
                 if on_token is not None:
                     on_token(piece)
+                if repeats.seen(piece):
+                    attempt.note = repeats.note()
+                    break
             if finished and ends_when_finished:
                 break
     finally:
@@ -608,6 +748,21 @@ def _stream_once(model, messages, options, on_token, should_stop, started, timeo
     if attempt.error is None and not attempt.interrupted and not attempt.text.strip():
         attempt.error = EmptyReplyError("the model returned an empty reply")
     return attempt
+
+
+class _Repeats:
+    """Counts the same piece arriving again and again; ``seen`` is true at the limit."""
+
+    def __init__(self, limit: int | None):
+        self.limit, self.last, self.count = limit, None, 0
+
+    def seen(self, piece: str) -> bool:
+        self.count = self.count + 1 if piece == self.last else 1
+        self.last = piece
+        return self.limit is not None and self.count >= self.limit
+
+    def note(self) -> str:
+        return f"cut: the model repeated itself (the same piece {self.count} times in a row)"
 
 
 def _route(model: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -648,6 +803,20 @@ def _usage_counts(model: str, messages: list[dict], attempt: _Attempt) -> tuple[
     return _count_tokens(model, messages=messages), _count_tokens(model, text=attempt.text)
 
 
+def _options(model: str, metadata: dict | None, extra: dict | None, **settings: Any) -> dict[str, Any]:
+    """litellm's options for one call (``settings``: temperature, max_tokens, seed, response_format)."""
+    options: dict[str, Any] = {
+        "drop_params": True,
+        "max_retries": 0,  # our RetryPolicy is the only retry layer
+        "stream_options": {"include_usage": True},
+        "metadata": dict(metadata or {}),
+        **{key: value for key, value in settings.items() if value is not None},
+    }
+    if extra and _split(model)[0] in _PROVIDER_MODULES and not _router_module().is_group(model):
+        options["extra_body"] = dict(extra)  # ``_route`` keeps it for the local llama-server
+    return options
+
+
 def call_model(
     model: str,
     messages: list[dict],
@@ -666,12 +835,11 @@ def call_model(
 ) -> CallResult:
     """Stream one chat completion through litellm and return what happened.
 
-    ``response_format`` (an OpenAI json_schema ``response_format``: see
-    ``response_format_support`` for the backends that honour it) is passed to litellm as
-    is; a custom provider sees it as ``Request.response_format``. ``extra`` holds extra
-    request fields for a backend that runs on this machine (llama.cpp's ``repeat_penalty``):
-    they are sent as ``extra_body`` to ``local/`` models and our custom providers (which see
-    ``Request.extra``), never to a remote provider.
+    ``response_format`` (an OpenAI json_schema one; ``response_format_support`` says which
+    backends honour it) goes to litellm as is (a custom provider's ``Request.response_format``).
+    ``extra``: request fields for a backend on this machine (llama.cpp's ``repeat_penalty``),
+    sent as ``extra_body`` to ``local/`` models and our custom providers (``Request.extra``),
+    never to a remote provider.
 
     ``on_token(piece)`` gets every non-empty streamed piece; ``should_stop()`` is asked
     before each attempt and before each piece is delivered and, when true, ends the call
@@ -679,86 +847,75 @@ def call_model(
     dropped). A ``should_stop`` that blocks (a paused debate) holds the model back, and
     that time does not count against the timeout.
 
-    Each attempt may wait at most ``retry.timeout`` seconds for the model, whatever the
-    backend (see ``RetryPolicy``); past that it is abandoned (the backend is told through
-    its ``Cancellation`` and closed when it next yields) and counts as a ``Timeout``.
+    Each attempt is bounded by ``retry.limits(model)`` (``RetryPolicy``: a remote model's whole
+    reply; a model streaming on this machine by the time without a new piece). Past a bound it
+    is abandoned (its backend told through its ``Cancellation``, closed when it next yields) and
+    counts as a ``Timeout`` naming the bound ("no new piece for 60 s (after 50 pieces)"). A
+    stream repeating one piece ``repeat_limit`` times is cut and kept ("ok", with a ``note``).
 
-    Transient failures (timeouts, rate limits, connection and 5xx errors, an empty reply)
-    are retried, ``retry.max_attempts`` attempts in all, with ``sleep(wait)`` between
-    them: ``wait = min(base_delay * 2**k, max_delay)``, or the server's Retry-After
-    (``retry-after-ms``, ``Retry-After`` in seconds or as an HTTP date) when that is
-    longer. When the server asks for more than ``max_delay`` the call gives up at once
-    rather than retry early. ``on_retry(failed_attempt_number, error_text)`` is called
-    before each retry (1 for the first failure), so a caller can clear a partially
-    streamed reply. Other errors fail at once.
+    Transient failures (timeouts, rate limits, connection and 5xx errors, an empty reply, a
+    damaged stream) are retried, ``retry.max_attempts`` attempts in all, with ``sleep(wait)``
+    between them: ``min(base_delay * 2**k, max_delay)``, or the server's Retry-After
+    (``retry-after-ms``, ``Retry-After`` in seconds or an HTTP date) when longer; a server
+    asking for more than ``max_delay`` is not retried early: the call gives up at once.
+    ``on_retry(failed_attempt_number, error_text)`` comes before each retry (1 for the first
+    failure), so a caller can clear a partial reply. Other errors fail at once.
 
-    Model errors never raise: they give status "failed" and an ``error`` text naming the
-    cause, e.g. ``"Timeout: no reply within 0.5 s (3 attempts)"`` or
-    ``"RateLimitError: ... (server asked to retry after 30 s, more than retry_max_wait_s
-    = 8 s, so not retried; 1 attempt)"``; keys are redacted. Exceptions raised by the
-    callbacks themselves propagate.
+    Model errors never raise: status "failed" and an ``error`` naming the cause, e.g.
+    ``"Timeout: no reply within 0.5 s (3 attempts)"``, ``"RateLimitError: ... (server asked to
+    retry after 30 s, more than retry_max_wait_s = 8 s, so not retried; 1 attempt)"``; keys
+    are redacted. Exceptions raised by the callbacks themselves propagate.
     """
-    retry = retry or RetryPolicy()
-    started = time.perf_counter()
-    messages = [dict(message) for message in messages]
-    options: dict[str, Any] = {
-        "drop_params": True,
-        "max_retries": 0,  # our RetryPolicy is the only retry layer
-        "stream_options": {"include_usage": True},
-        "metadata": dict(metadata or {}),
-    }
-    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("seed", seed),
-                       ("response_format", response_format)):
-        if value is not None:
-            options[key] = value
-    if extra and _split(model)[0] in _PROVIDER_MODULES and not _router_module().is_group(model):
-        options["extra_body"] = dict(extra)  # ``_route`` keeps it for the local llama-server
-    if retry.timeout is not None:
-        options["timeout"] = retry.timeout
+    retry, started, messages = retry or RetryPolicy(), time.perf_counter(), [dict(message) for message in messages]
+    options = _options(model, metadata, extra, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                       response_format=response_format)
 
     def result(status: str, attempt: _Attempt, attempts: int, error: str | None = None) -> CallResult:
         prompt_tokens, completion_tokens = _usage_counts(model, messages, attempt)
-        return CallResult(
-            text=attempt.text,
-            status=status,
-            error=error,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            latency_s=time.perf_counter() - started,
-            first_token_s=attempt.first_token_s,
-            attempts=attempts,
-        )
+        return CallResult(attempt.text, status, error, prompt_tokens, completion_tokens, time.perf_counter() - started,
+                          attempt.first_token_s, attempts, note=attempt.note if status == "ok" else None)
 
     try:
         ensure_registered()
-    except Exception as exc:  # noqa: BLE001 - e.g. a broken MADLAB_SCRIPTS file
+        limits = retry.limits(model)
+    except Exception as exc:  # noqa: BLE001 - e.g. a broken MADLAB_SCRIPTS file, a bound that is not a number
         return result("failed", _Attempt(), 0, _describe(exc))
-
+    if limits.http_timeout() is not None:
+        options["timeout"] = limits.http_timeout()
     attempts = 0
     while True:
         if should_stop is not None and should_stop():
             return result("interrupted", _Attempt(), attempts)
         attempts += 1
-        attempt = _stream_once(model, messages, options, on_token, should_stop, started, retry.timeout)
+        attempt = _stream_once(model, messages, options, on_token, should_stop, started, limits)
         if attempt.interrupted:
             return result("interrupted", attempt, attempts)
         if attempt.error is None:
             return result("ok", attempt, attempts)
-        error = _provider_error(attempt.error)
-        error_text = _describe(error)
-        if not isinstance(error, _transient_types()):
-            return result("failed", attempt, attempts, error_text)
-        retry_after = _retry_after(attempt.error)
-        notes = [] if retry_after is None else [f"server asked to retry after {_seconds(retry_after)} s"]
-        wait = retry.wait_before_retry(attempts, retry_after) if attempts < retry.max_attempts else None
+        wait, error_text = _next_wait(attempt.error, attempts, retry)
         if wait is None:
-            if attempts < retry.max_attempts:  # the server asked for more than we may wait
-                notes[-1] += f", more than retry_max_wait_s = {_seconds(retry.max_delay)} s, so not retried"
-            notes.append(f"{attempts} attempt{'s' if attempts > 1 else ''}")
-            return result("failed", attempt, attempts, f"{error_text} ({'; '.join(notes)})")
+            return result("failed", attempt, attempts, error_text)
         if on_retry is not None:
-            on_retry(attempts, f"{error_text} ({notes[0]})" if notes else error_text)
+            on_retry(attempts, error_text)
         sleep(wait)
+
+
+def _next_wait(failure: BaseException, attempts: int, retry: RetryPolicy) -> tuple[float | None, str]:
+    """After ``attempts`` attempts, the last failing with ``failure``: the wait before the next one
+    (None: give up) and the error text to report (for a retry, or the call's final error)."""
+    error = _provider_error(failure)
+    error_text = _describe(error)
+    if not isinstance(error, _transient_types()):
+        return None, error_text
+    retry_after = _retry_after(failure)
+    notes = [] if retry_after is None else [f"server asked to retry after {_seconds(retry_after)} s"]
+    wait = retry.wait_before_retry(attempts, retry_after) if attempts < retry.max_attempts else None
+    if wait is None:
+        if attempts < retry.max_attempts:  # the server asked for more than we may wait
+            notes[-1] += f", more than retry_max_wait_s = {_seconds(retry.max_delay)} s, so not retried"
+        notes.append(f"{attempts} attempt{'s' if attempts > 1 else ''}")
+        return None, f"{error_text} ({'; '.join(notes)})"
+    return wait, f"{error_text} ({notes[0]})" if notes else error_text
 
 
 # --------------------------------------------------------------------------- model names
@@ -772,6 +929,12 @@ def _split(name: str) -> tuple[str, str]:
 def is_serial(model: str) -> bool:
     """True for backends that serve one request at a time (a local HF checkpoint)."""
     return _split(model)[0] in _SERIAL_PROVIDERS and not _router_module().is_group(model)
+
+
+def streams_here(model: str) -> bool:
+    """True for models that stream on this machine (``local/``, ``hf/``): bounded by the time
+    without a new piece rather than by the whole reply (``RetryPolicy``)."""
+    return _split(model)[0] in _STREAMS_HERE and not _router_module().is_group(model)
 
 
 def is_local(model: str) -> bool:

@@ -12,6 +12,10 @@ What it is for:
     last rounds) may use the whole pool instead of failing at one slot's share; idle slots
     keep their prompts there (``--no-cache-idle-slots``) until the pool runs short, when
     llama.cpp drops them first.
+    A slot's conversation that another caller takes over is saved to a prompt cache in the
+    server's RAM, at most ``MADLAB_LLAMA_CACHE_RAM`` MiB (default 256; 0 turns it off;
+    ``--cache-ram``): llama.cpp's own default, 8 GiB, let the server grow by gigabytes over a
+    day of class debates.
     ``/metrics`` on, one thread per available core (``MADLAB_LLAMA_THREADS``
     overrides: llama.cpp's threads spin at every step, so a machine whose cores are all busy
     with other work slows them down badly), every layer on the GPU when the binary was
@@ -67,6 +71,9 @@ DEFAULT_SLOTS = 4
 # 16,384 tokens are ~380 MB.
 DEFAULT_CTX_PER_SLOT = 4096
 DEFAULT_START_TIMEOUT_S = 120.0
+# The prompt cache in the server's RAM (--cache-ram, MiB; llama.cpp's default is 8192). SmolLM2-135M's
+# ~23 KB a token: 256 MiB hold ~11,000 tokens, several agents' conversations.
+DEFAULT_CACHE_RAM_MIB = 256
 _START_TRIES = 3  # a server that lost its port to another process is started again on a new one
 _LOG_HEADER = "=== MAD Lab starts llama-server at "
 
@@ -93,16 +100,16 @@ def binary() -> str | None:
     return shutil.which("llama-server")
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, minimum: int = 1) -> int:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
     try:
         number = int(value)
     except ValueError:
-        number = 0
-    if number < 1:
-        raise LlamaServerError(f"{name} must be a whole number of at least 1, not {value!r}")
+        number = minimum - 1
+    if number < minimum:
+        raise LlamaServerError(f"{name} must be a whole number of at least {minimum}, not {value!r}")
     return number
 
 
@@ -261,6 +268,7 @@ class LlamaServer:
         gpu_layers: int | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT_S,
         extra_args: list[str] | None = None,
+        cache_ram_mib: int = DEFAULT_CACHE_RAM_MIB,
     ):
         self.model_path = model_path
         self.executable = executable
@@ -270,6 +278,7 @@ class LlamaServer:
         self.gpu_layers = gpu_layers
         self.start_timeout = start_timeout
         self.extra_args = list(extra_args or [])
+        self.cache_ram_mib = cache_ram_mib
         self.log_path = log_dir() / f"llama-server-{Path(model_path).stem}-{os.getpid()}.log"
         self.port: int | None = None
         self.starts = 0
@@ -292,6 +301,8 @@ class LlamaServer:
             # slots to host RAM and clears them on every new task, so an agent's next turn found
             # its slot empty (measured: 110 of 4,485 prompt tokens reused in a default debate).
             "--no-cache-idle-slots",
+            # A bounded prompt cache in RAM (llama.cpp's default of 8 GiB grew the server by gigabytes).
+            "--cache-ram", str(self.cache_ram_mib),
             "--cont-batching",
             "--metrics",
             "--threads", str(self.threads),
@@ -444,6 +455,7 @@ def server_for(model_path: str) -> LlamaServer:
                 gpu_layers=_gpu_layers(executable),
                 start_timeout=float(os.environ.get("MADLAB_LLAMA_START_TIMEOUT") or DEFAULT_START_TIMEOUT_S),
                 extra_args=shlex.split(os.environ.get("MADLAB_LLAMA_ARGS", "")),
+                cache_ram_mib=_env_int("MADLAB_LLAMA_CACHE_RAM", DEFAULT_CACHE_RAM_MIB, minimum=0),
             )
             _servers[model_path] = server
         return server

@@ -106,6 +106,17 @@ def choose(page: Page, name: str, value: str) -> None:
     wait_for_idle(page)
 
 
+def pick(page: Page, name: str, debate_id: str) -> None:
+    """Add a debate to the multiselect keyed `name` (typing its id's first 8 characters)."""
+    field = key(page, name).locator("input")
+    field.click()
+    field.fill(debate_id[:8])
+    page.get_by_role("option", name=re.compile(re.escape(debate_id[:8]))).first.click()
+    # The page then reruns with the debate, and may load the SBERT model for its metrics: on a busy machine
+    # that takes longer than wait_for_idle's default 30 s.
+    wait_for_idle(page, timeout=LIVE_TIMEOUT)
+
+
 def click(page: Page, name: str) -> None:
     key(page, name).locator("button").first.click()
 

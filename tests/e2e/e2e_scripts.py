@@ -97,6 +97,9 @@ SCRIPTS: dict[str, dict] = {
                     "The task is to verify that 91 must be yes but it exceeds", "1"],
         "Agent 3": ['Final answer: A person asked you, "How many 7s are there?" and you said',
                     'A person asked you, "How many 7s are there?" and you said', "1"]}} for width in (1280, 1440)},
+    # 16. a long question and long turns (test_e2e_hostile_text.py, 1280x720): 400 words at 0.05 s (20 s a
+    #     turn), far longer than the transcript box holds, so the speaker's header must stick while it streams.
+    "hostile_live": debate_script([reply("hla", 400), reply("hlb", 400)], 2, token_delay=0.05),
     # 15. line breaks in model text (test_e2e_line_breaks.py): one reply on two lines, per agent.
     "line_breaks": {"replies": {f"Agent {i}": ["even better yet in future\nThe correct answer is 42\n\nFinal answer: 42",
                                                "42", "1"] for i in (1, 2)}},

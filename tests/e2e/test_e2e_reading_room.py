@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, choose, click, expect, expect_no_exception, key, open_app, open_disclosure,
-                         set_text, turn, unique, wait_for_idle)
+                         pick, set_text, turn, unique, wait_for_idle)
 from e2e_scripts import debate_script, reply
 
 from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
+from mad_core.events import DebateFinished
 from mad_core.models import ensure_registered
 from mad_core.models.scripted import Script, register_script, unregister_script
 from madlab_ui.codebook import NEW_TAG_LABEL
@@ -44,9 +45,10 @@ def run_debate(store, question: str, tag: str, **changes) -> str:
                                      "rounds": 1, "max_rounds": 1, "protocol": "simple_voting", **changes})
     engine = DebateEngine(config, store=store)
     try:
-        list(engine.run())
+        ends = [(e.status, e.reason) for e in engine.run() if isinstance(e, DebateFinished)]
     finally:
         unregister_script(name)
+    assert [status for status, _ in ends] == ["finished"], ends  # the cause, if the debate itself failed
     return engine.debate_id
 
 
@@ -114,15 +116,6 @@ def test_tag_rename_filter_and_export_annotations(page, server, store):
     assert row["text"] == turns[1].content and row["previous_text"] == turns[0].content
     assert first_name not in text
     expect_no_exception(page)
-
-
-def pick(page, name: str, debate_id: str) -> None:
-    """Add a debate to the multiselect keyed `name` (typing its id's first 8 characters)."""
-    field = key(page, name).locator("input")
-    field.click()
-    field.fill(debate_id[:8])
-    page.get_by_role("option", name=re.compile(re.escape(debate_id[:8]))).first.click()
-    wait_for_idle(page)
 
 
 def test_compare_two_annotated_debates_side_by_side(page, server, store):

@@ -13,7 +13,9 @@ Environment:
                           per request ({"body"}),
   FAKE_LLAMA_EXIT         exit at once with this code (a server that never gets ready),
   FAKE_LLAMA_DIE_AFTER    N: the first process to serve a request dies after N pieces,
-  FAKE_LLAMA_TOKEN_DELAY  seconds between pieces.
+  FAKE_LLAMA_TOKEN_DELAY  seconds between pieces,
+  FAKE_LLAMA_PREFILL_S    seconds before the first piece (a long prefill on a busy machine),
+  FAKE_LLAMA_STALL_AFTER  N: after N pieces, send nothing more until the client goes away.
 Not a test module (pytest collects only ``test_*.py``).
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,11 +74,17 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         die_after = int(os.environ.get("FAKE_LLAMA_DIE_AFTER", "-1"))
+        stall_after = int(os.environ.get("FAKE_LLAMA_STALL_AFTER", "-1"))
         marker = f"{RECORD}.died"
+        time.sleep(float(os.environ.get("FAKE_LLAMA_PREFILL_S", "0")))
         for index, word in enumerate(words):
             if index == die_after and not os.path.exists(marker):
                 open(marker, "w").close()
                 os._exit(9)  # the server crashes mid-reply
+            if index == stall_after:  # alive but silent: wait until the client hangs up
+                select.select([self.connection], [], [], 600)
+                self.close_connection = True
+                return
             delta = {"content": word if index == 0 else " " + word}
             self._event({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]})
             time.sleep(float(os.environ.get("FAKE_LLAMA_TOKEN_DELAY", "0")))

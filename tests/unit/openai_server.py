@@ -7,7 +7,10 @@ chunks of ``chat.completion.chunk`` objects, one word piece each; with
 ``data: [DONE]``), or as one ``chat.completion`` object when ``stream`` is false.
 ``status`` / ``error_body`` make it answer every request with that HTTP error instead
 (``{received_key}`` in the body is replaced by the bearer token it got, as a careless
-server might echo it). ``requests`` records each request's JSON body and headers.
+server might echo it). ``malformed_at=k`` sends the k-th piece (0-based) of each streamed
+reply as an event that is not JSON (cut off mid-object, as a proxy that mangles a stream
+would), so that piece's text never arrives; ``malformed_calls`` (None: every call) limits
+that to the first n streamed calls. ``requests`` records each request's JSON body and headers.
 
 Used as a context manager it starts on a free port (``.port``, ``.api_base``) in a
 daemon thread and stops at exit. Standard library only; no model, no network beyond
@@ -32,12 +35,16 @@ class OpenAIServer:
     """One fake OpenAI-compatible endpoint (see the module docstring)."""
 
     def __init__(self, name: str, reply: Callable[[list[dict]], str] | None = None, *, token_delay: float = 0.0,
-                 status: int | None = None, error_body: str = "", host: str = "127.0.0.1"):
+                 status: int | None = None, error_body: str = "", host: str = "127.0.0.1",
+                 malformed_at: int | None = None, malformed_calls: int | None = None):
         self.name = name
         self.reply = reply or (lambda messages: f"This is {name} speaking. Final answer: 4")
         self.token_delay = token_delay
         self.status = status
         self.error_body = error_body
+        self.malformed_at = malformed_at
+        self.malformed_calls = malformed_calls
+        self._streamed = 0
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, 0), self._handler_class())
@@ -138,6 +145,10 @@ class OpenAIServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+                with server._lock:
+                    server._streamed += 1
+                    damaged = server.malformed_calls is None or server._streamed <= server.malformed_calls
+                broken_at = server.malformed_at if damaged else None
 
                 def event(choices: list, **extra) -> None:
                     chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -150,6 +161,10 @@ class OpenAIServer:
                         if i and server.token_delay:
                             time.sleep(server.token_delay)
                         delta = {"content": piece, **({"role": "assistant"} if i == 0 else {})}
+                        if i == broken_at:  # the event is cut off mid-object: not JSON
+                            whole = json.dumps({"id": ident, "choices": [{"index": 0, "delta": delta}]})
+                            self.wfile.write(b"data: " + whole[: len(whole) // 2].encode() + b"\n\n")
+                            continue
                         event([{"index": 0, "delta": delta, "finish_reason": None}])
                     event([{"index": 0, "delta": {}, "finish_reason": "stop"}])
                     if include_usage:

@@ -114,8 +114,8 @@ def test_annotating_searching_and_exporting_while_debates_run_never_fail(script,
     path = tmp_path / "db.sqlite"
     model, _ = script(roles(), token_delay=0.002)
     engines = [DebateEngine(config(model, question=f"Question {n}?"), store=path) for n in range(3)]
-    ends: list[str] = []
-    threads = [threading.Thread(target=lambda e=e: ends.extend(x.status for x in e.run()
+    ends: list[tuple[str, str | None]] = []
+    threads = [threading.Thread(target=lambda e=e: ends.extend((x.status, x.reason) for x in e.run()
                                                                  if isinstance(x, DebateFinished)))
                for e in engines]
     for thread in threads:
@@ -134,9 +134,36 @@ def test_annotating_searching_and_exporting_while_debates_run_never_fail(script,
             store.list_debates(search="Paris")
         for thread in threads:
             thread.join()
-        assert ends == ["finished"] * 3
+        assert [status for status, _ in ends] == ["finished"] * 3, ends  # the reasons, if one failed
         assert made > 0 and sum(len(store.annotations(e.debate_id)) for e in engines) == made
         assert {d["status"] for d in store.list_debates()} == {"finished"}
+
+
+def test_a_lagging_heartbeat_does_not_let_this_process_interrupt_its_own_running_debate(script, roles, tmp_path):
+    """On a busy machine the heartbeat thread may fall a minute behind: this process still knows its
+    debate is alive, so its own readers (a page, an export) never interrupt it; once it has ended
+    (no claim held) the same staleness is an interruption, as before."""
+    path = tmp_path / "db.sqlite"
+    model, s = script(roles(), faults={0: "hang"})
+    engine = DebateEngine(config(model), store=path)
+    ends: list[tuple[str, str | None]] = []
+    thread = threading.Thread(target=lambda: ends.extend((e.status, e.reason) for e in engine.run()
+                                                         if isinstance(e, DebateFinished)))
+    thread.start()
+    try:
+        assert s.hanging.wait(60), "the first model call never started"
+        with Store(path) as store:
+            stale = time.time() - 3600
+            store.db["debates"].update(engine.debate_id, {"heartbeat_at": stale, "updated_at": stale})
+            assert store.mark_dead_interrupted() == []  # must not happen: its own live debate interrupted
+            assert store.list_debates()[0]["status"] == "running"
+    finally:
+        s.release()
+        thread.join()
+    assert ends == [("finished", None)]
+    with Store(path) as store:
+        store.db["debates"].update(engine.debate_id, {"status": "running", "heartbeat_at": stale})
+        assert store.mark_dead_interrupted() == [engine.debate_id]  # ended: nobody holds it any more
 
 
 def test_two_resumes_started_together_exactly_one_runs(script, roles, tmp_path):

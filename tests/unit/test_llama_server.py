@@ -20,7 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from mad_core.models import call_model, is_serial, llama_server, local_gguf, validate_model_name
+from mad_core import DebateConfig, DebateEngine
+from mad_core.events import DebateFinished
+from mad_core.models import RetryPolicy, StreamLimits, call_model, is_serial, llama_server, local_gguf, validate_model_name
+from mad_core.store import Store
 from mad_core.models.llama_server import LlamaServer, LlamaServerError, SlotTable
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")
@@ -168,10 +171,11 @@ def test_a_server_that_never_gets_ready_is_stopped_after_the_bounded_wait(fake, 
     monkeypatch.setenv("FAKE_LLAMA_LOADING_S", "60")
     monkeypatch.setenv("MADLAB_LLAMA_START_TIMEOUT", "0.5")
     server = llama_server.server_for(fake.path)
+    started: list[subprocess.Popen] = []  # the process itself: on a busy machine it may be stopped before it records
+    monkeypatch.setattr(server, "_start", lambda port, start=server._start: started.append(start(port)) or started[-1])
     with pytest.raises(LlamaServerError, match=r"was not ready within 0.5 s; see its log"):
         server.ensure_running()
-    [start] = fake.entries("argv")
-    assert _wait_gone(start["pid"]) and not server.alive()
+    assert len(started) == 1 and _wait_gone(started[0].pid) and not server.alive()
 
 
 def test_a_server_started_from_a_short_lived_thread_outlives_it(fake):
@@ -287,3 +291,81 @@ def test_llama_cpp_is_never_imported_in_process():
     importing = [str(path) for path in package.rglob("*.py")
                  if re.search(r"^\s*(import|from)\s+llama_cpp\b", path.read_text(), re.MULTILINE)]
     assert not importing
+
+
+# ----------------------------------------------------------------------------- a busy machine: bounds per piece
+
+WORDS = [{"role": "user", "content": " ".join(f"w{i:02d}" for i in range(30))}]  # echoed as 30 pieces
+
+
+def test_a_local_stream_that_keeps_coming_is_not_cut_by_a_whole_reply_bound(fake, monkeypatch, script):
+    """30 pieces 0.1 s apart (3 s) with an idle bound of 1.5 s: longer than the 1 s whole-reply
+    bound that still cuts a remote model's attempt, and not cut."""
+    monkeypatch.setenv("FAKE_LLAMA_TOKEN_DELAY", "0.1")
+    policy = RetryPolicy(max_attempts=1, timeout=1.0, local_idle=1.5, local_total=60)
+    pieces: list[str] = []
+    result = call_model(fake.model, WORDS, on_token=pieces.append, retry=policy)
+    assert (result.status, result.error, result.attempts) == ("ok", None, 1)
+    assert len(pieces) == 30 and result.text == WORDS[0]["content"]
+    assert result.latency_s - result.first_token_s > 1.0  # the stream itself outlasted the old bound
+    # Must not change: the same policy still bounds a non-local model's whole reply.
+    remote, _ = script([WORDS[0]["content"]], token_delay=0.1)
+    cut = call_model(remote, WORDS, retry=policy)
+    assert cut.status == "failed" and cut.error.startswith("Timeout: the reply stalled after ")
+    assert cut.error.endswith("and did not finish within 1 s (1 attempt)")
+
+
+def test_a_local_stream_that_goes_silent_is_cut_after_the_idle_bound_and_retried(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_STALL_AFTER", "3")  # alive, but nothing after the 3rd piece
+    retries: list[tuple[int, str]] = []
+    result = call_model(fake.model, WORDS, retry=RetryPolicy(max_attempts=2, base_delay=0, local_idle=0.5, local_total=60),
+                        on_retry=lambda n, error: retries.append((n, error)))
+    assert (result.status, result.attempts, result.text) == ("failed", 2, "w00 w01 w02")
+    assert result.error == "Timeout: no new piece for 0.5 s (after 3 pieces) (2 attempts)"
+    assert retries == [(1, "Timeout: no new piece for 0.5 s (after 3 pieces)")]
+    assert len(fake.entries("body")) == 2  # asked again, then given up: not waiting for the 60 s cap
+    assert result.latency_s < 30
+
+
+def test_a_slow_first_piece_gets_its_own_allowance_and_the_whole_reply_a_cap(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_LLAMA_PREFILL_S", "1")  # a long prefill on a busy machine
+    monkeypatch.setenv("FAKE_LLAMA_TOKEN_DELAY", "0.1")
+    assert call_model(fake.model, ASK).status == "ok"  # the server is up: its start is not measured below
+    patient = call_model(fake.model, ASK, retry=RetryPolicy(max_attempts=1, local_first_piece=30, local_idle=0.5))
+    assert (patient.status, patient.text) == ("ok", "one two three four five")  # 1 s to the first piece: not idle
+    hasty = call_model(fake.model, ASK, retry=RetryPolicy(max_attempts=1, local_first_piece=0.3, local_idle=30))
+    assert (hasty.status, hasty.error) == ("failed", "Timeout: no first piece within 0.3 s (1 attempt)")
+    capped = call_model(fake.model, WORDS, retry=RetryPolicy(max_attempts=1, local_idle=5, local_total=2))
+    assert capped.status == "failed" and 0 < len(capped.text.split()) < 30
+    assert re.fullmatch(r"Timeout: the whole reply passed the 2 s cap \(after \d+ pieces?\) \(1 attempt\)", capped.error)
+
+
+def test_the_local_bounds_come_from_the_environment_and_a_bad_one_fails_the_call_saying_so(fake, monkeypatch):
+    monkeypatch.setenv("MADLAB_LOCAL_IDLE_S", "7")
+    monkeypatch.setenv("MADLAB_LOCAL_TOTAL_S", "inf")
+    limits = RetryPolicy().limits(fake.model)
+    assert (limits.first_piece, limits.idle, limits.total, limits.repeats) == (300.0, 7.0, None, 100)
+    assert RetryPolicy(timeout=5).limits("openai/gpt-4o-mini") == StreamLimits(total=5, repeats=100)
+    monkeypatch.setenv("MADLAB_LOCAL_IDLE_S", "soon")
+    result = call_model(fake.model, ASK)
+    assert (result.status, result.attempts) == ("failed", 0)
+    assert "MADLAB_LOCAL_IDLE_S='soon' is not a number of seconds" in result.error
+    assert not fake.entries("argv")  # nothing was started
+
+
+def test_a_debate_on_a_silent_local_model_records_the_bound_as_the_turns_cause(fake, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_LLAMA_STALL_AFTER", "2")
+    monkeypatch.setenv("MADLAB_LOCAL_IDLE_S", "0.5")
+    config = DebateConfig.from_dict({"question": "What is the capital of France?", "rounds": 1, "max_rounds": 1,
+                                     "agents": [{"label": f"Agent {i}", "model": fake.model} for i in (1, 2)],
+                                     "retry_attempts": 2, "retry_base_delay": 0, "timeout_s": 0.2})
+    engine = DebateEngine(config, store=tmp_path / "db.sqlite")
+    [end] = [e for e in engine.run() if isinstance(e, DebateFinished)]
+    assert end.status == "failed"
+    with Store(tmp_path / "db.sqlite") as store:
+        turns = store.turns(engine.debate_id)
+        assert turns and {t.status for t in turns} == {"failed"}
+        for turn in turns:  # the idle bound, not the 0.2 s whole-reply timeout_s, ended each attempt
+            assert turn.error == "Timeout: no new piece for 0.5 s (after 2 pieces) (2 attempts)"
+            assert turn.attempts == 2
+        assert "no new piece for 0.5 s" in store.get_debate(engine.debate_id)["reason"]

@@ -1,5 +1,6 @@
 """Honest retries and timeouts: Retry-After is obeyed (or the call gives up saying so), every
-attempt is bounded by RetryPolicy.timeout (in-process backends included), a timed-out backend
+attempt is bounded by RetryPolicy.timeout (in-process backends included; a local/ model by its
+own per-piece bounds, test_llama_server.py), a timed-out backend
 lets go of its resources, a pause is not the model's time, and failures name their cause.
 
 Waits are recorded through call_model's injectable ``sleep``; hangs are scripted faults that
@@ -415,9 +416,9 @@ def test_a_timed_out_or_stopped_local_call_frees_its_server_slot():
     story = [{"role": "user", "content": "Write a very long story about a dragon."}]
     tokens: list[str] = []
     result = call_model(model, story, max_tokens=2000, temperature=0, seed=1, on_token=tokens.append,
-                        retry=RetryPolicy(max_attempts=1, timeout=0.3))
+                        retry=RetryPolicy(max_attempts=1, local_total=0.3))  # a local model's cap on the whole reply
     assert result.status == "failed" and result.attempts == 1
-    assert result.error.startswith("Timeout: ") and result.error.endswith("within 0.3 s (1 attempt)")
+    assert result.error.startswith("Timeout: the whole reply passed the 0.3 s cap") and result.error.endswith(" (1 attempt)")
     assert result.text == "".join(tokens)
     before_stop = len(tokens)
     stopped = call_model(model, story, max_tokens=2000, temperature=0, seed=1, on_token=tokens.append,
