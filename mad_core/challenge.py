@@ -42,6 +42,7 @@ from .tasks.answer_types import DebateAnswerType, read_answer
 
 IRRELEVANT_ANSWER = "I) I don't know."  # MALLM's planted irrelevant answer (coordinator.discuss)
 PLANTED = ("wrong", "irrelevant")  # settings that put a planted answer to the agents, not the decision
+PREPARED = ("wrong", "information")  # settings that make one model call before the agents are asked
 
 
 def preparation_prompt(setting: str, question: str, task: str) -> list[dict[str, str]] | None:

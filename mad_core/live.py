@@ -35,7 +35,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from . import registry
-from .config import ConfigError, DebateConfig
+from .challenge import PREPARED
+from .config import ConfigError, DebateConfig, challenge_setting
 from .engine import Activity, Controller, DebateEngine, fork_debate, phase_of, resume_debate
 from .events import DebateFinished, ErrorOccurred, Event
 from .protocols.decision import Consensus, Judge, SolutionCounting, Voting
@@ -236,6 +237,13 @@ def _attempt_calls(protocol: Any, cfg: DebateConfig, n: int, generator: Any) -> 
     return 0
 
 
+def _challenge_calls(cfg: DebateConfig, n: int) -> int:
+    """The challenge step's calls: one per agent, and one before them for the settings that prepare
+    an answer or background information (`challenge.PREPARED`)."""
+    setting = challenge_setting(cfg.challenge)
+    return 0 if setting is None else n + (1 if setting in PREPARED else 0)
+
+
 def plan_calls(config: dict[str, Any]) -> CallPlan:
     """Estimate the calls of a stored configuration: one discussion turn per agent and step of a
     round (the paradigm's steps; a summarizer adds one; a paradigm that plans its own rounds, its
@@ -259,7 +267,7 @@ def plan_calls(config: dict[str, Any]) -> CallPlan:
     total_rounds = paradigm.total_rounds(cfg)
     return CallPlan(setup=n if cfg.auto_personas else 0, per_round=per_round,
                     per_attempt=_attempt_calls(protocol, cfg, n, generator), first_decision=protocol.first_round(cfg),
-                    max_rounds=total_rounds or cfg.max_rounds, after=n if cfg.challenge else 0,
+                    max_rounds=total_rounds or cfg.max_rounds, after=_challenge_calls(cfg, n),
                     round_calls=_planned_rounds(paradigm, labels, total_rounds) if total_rounds else (),
                     extra=(1 + cfg.vote_retries) if getattr(protocol, "supervisor_calls", False) else 0)
 

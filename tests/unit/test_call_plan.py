@@ -91,3 +91,18 @@ def test_the_eta_moves_as_calls_finish_and_past_the_plan_it_says_so():
     # must not happen: a count of calls left or an ETA that stays put while calls keep coming
     assert "left" not in words and "ETA ≈" not in words
     assert "≈ 7 left · ETA ≈ 35 s" in format_progress(early)
+
+
+def test_the_challenge_settings_plan_exactly_the_calls_they_make(script, roles):
+    """One call per agent for every challenge setting, and one before them for the settings that
+    prepare an answer ("wrong") or background information ("information")."""
+    for setting, extra in (("solution", 0), ("history", 0), ("irrelevant", 0), ("wrong", 1), ("information", 1)):
+        model, s = script(roles())
+        data = {"question": "What is the capital of France?", "rounds": 1, "max_rounds": 1,
+                "protocol": "solution_counting", "extract_final_answers": False, "challenge": setting,
+                "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)]}
+        list(DebateEngine(DebateConfig.from_dict(data)).run())
+        plan = plan_calls(data)
+        assert plan.after == 3 + extra, setting
+        made = [c for c in s.history if c["metadata"]["kind"] not in ("discussion",)]
+        assert len(made) == plan.after, (setting, [c["metadata"]["kind"] for c in made])
