@@ -8,8 +8,8 @@ in view, and an opened transcript has no invisible or unnamed control (issue 18)
    browser asks nothing of any host but this server; the dollars read literally, no KaTeX is drawn,
    no <img> points anywhere but here.
 2. At 1280x720 a live debate with a 20,000-character question: the question's box keeps to ~30 % of
-   the window, the latest turn stays in view, and while the box follows the debate the speaking
-   bubble's header (its name) stays in the box's view as the long turn scrolls.
+   the window, the latest turn stays in view, and with the box at the newest text (where following
+   keeps it) the speaking bubble's header (its name) stays at the box's top as the long turn scrolls.
 3. The Presenter shows a 7-player Knight-Knave-Spy puzzle whole, in its own scroll box, the agents'
    columns still starting on the screen.
 4. Every focusable element of an opened transcript is visible and has a name of its own.
@@ -20,14 +20,12 @@ the server's database; the live one runs in the app on the `hostile_live` script
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from pathlib import Path
 
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, configure_debate, expect, expect_no_exception, expect_status, key,
                          open_debate_page, pick, start, turn, unique, wait_for_idle)
-from e2e_scripts import reply as scripted_reply
 from e2e_scripts import words
 
 from mad_core import polls
