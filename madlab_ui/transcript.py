@@ -61,10 +61,7 @@ TRANSCRIPT_CSS = """<style>
   clip-path: inset(50%); white-space: nowrap;
 }
 /* A bubble's header (its own wrapper: the sticky box must be a child of the whole bubble) sticks to the
-   top edge of the transcript box, over the box's padding, while the rest of the bubble scrolls under it.
-   The box keeps no scroll anchor: Chrome's anchoring moved it off the bottom when a run redrew a turn,
-   and Streamlit's autoscroll then stopped following. */
-.st-key-transcript { overflow-anchor: none; }
+   top edge of the transcript box, over the box's padding, while the rest of the bubble scrolls under it. */
 .st-key-transcript [data-testid="stLayoutWrapper"]:has(> [class*="st-key-turn_head_"]) {
   position: sticky; top: -1rem; z-index: 2; background-color: rgb(255, 255, 255);
   padding-top: 1rem; margin-top: -1rem; box-shadow: 0 0.4rem 0.4rem -0.4rem rgba(0, 0, 0, 0.25);
