@@ -26,7 +26,9 @@ Reported: RSS start / peak / end of each process, the growth over the second hal
 least-squares line through the second half's samples, so one noisy sample does not decide it),
 what was held and released. Targets (flat): the second half's growth of each process at most
 50 MiB and at most 10 % of its RSS at the half. The first half holds the one-time loads (the SBERT
-model and torch, the model server's weights and KV pool) and is not judged.
+model and torch, the model server's weights and KV pool) and is not judged. The model server fills
+its prompt cache (conversations put aside when a slot changes hands) up to its bound, so a day with
+few debates on it may still see it fill: a third target checks that it stays within that bound.
 
     .venv/bin/python bench/memory_day.py                                  # the full day (30-60 min)
     .venv/bin/python bench/memory_day.py --debates 6 --polls 3 --visits 20 --local-debates 1  # a look
@@ -70,6 +72,7 @@ from streamlit.web import cli as streamlit_cli  # noqa: E402
 from bench.common import Result, Target, finish, parser, rss_mib, stop_process  # noqa: E402
 from mad_core import live, polls  # noqa: E402
 from mad_core.models import DEFAULT_MODEL  # noqa: E402
+from mad_core.models.llama_server import DEFAULT_CACHE_RAM_MIB  # noqa: E402
 from mad_core.models.scripted import Script, register_script  # noqa: E402
 from mad_core.store import Store  # noqa: E402
 
@@ -361,6 +364,8 @@ def sample(day: Day, label: str) -> None:
     if len(day.samples) % day.args.probe_every == 0 or label in ("start", "day over", "settled"):
         row["held"] = probe(day)
     day.samples.append(row)
+    with open(day.probe_dir / "samples.jsonl", "a") as log:  # kept even if the run is killed
+        log.write(json.dumps({k: v for k, v in row.items() if k != "held"}) + "\n")
     held = row["held"] or {}
     print(f"[{row['minutes']:5.1f} min] {label:<18} actions {row['actions']:>4}  app {row['app'] or 0:7.1f} MiB  "
           f"llama-server {row['llama'] or 0:7.1f} MiB  live {held.get('live', '-')}  "
@@ -392,6 +397,14 @@ def wait_for_debates(day: Day) -> None:
         if time.monotonic() > deadline:
             return
         time.sleep(2)  # the store is the only witness left once the tab is closed
+
+
+class Stopped(Exception):
+    """SIGTERM: the day ends where it is, and the report says so."""
+
+
+def stopped(*_) -> None:
+    raise Stopped
 
 
 def run_day(day: Day) -> None:
@@ -513,6 +526,10 @@ def report(day: Day, root: Path) -> Result:
         result.targets.append(Target(f"{name}: growth over the second half", growth and growth[0], GROWTH_MIB, "MiB"))
         result.targets.append(Target(f"{name}: growth over the second half, share", growth and growth[1], GROWTH_PCT,
                                      "%"))
+    served = [s["llama"] for s in day.samples if s["llama"] is not None]
+    result.targets.append(Target("llama-server: peak above its first sample (its prompt cache is bounded at "
+                                 f"{DEFAULT_CACHE_RAM_MIB} MiB)", max(served) - served[0] if served else None,
+                                 DEFAULT_CACHE_RAM_MIB * 1.1, "MiB"))
     result.notes = [extremes(day.samples, "app"), extremes(day.samples, "llama"),
                     f"done: {dict(day.done)}; {args.students} predictions a poll ({args.browser_students} from "
                     f"student tabs in Chromium, the rest through mad_core.polls); max_tokens {args.max_tokens}; "
@@ -555,16 +572,19 @@ def main() -> int:
     if chromium is None:
         return finish(Result("memory_day", "A class day", skipped="Debian's chromium is not installed "
                              "(apt-get install chromium)"), args)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped benchmark stops its server too
+    signal.signal(signal.SIGTERM, stopped)  # a stopped benchmark reports what it has and stops its server
     root = Path(tempfile.mkdtemp(prefix="madlab-bench-day-"))
     process, url = start_server(root, args)
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             day = Day(args, url, process, root, Store(root / "home" / "madlab.db"), browser)
-            run_day(day)
-            browser.close()
-        settle(day)
+            try:
+                run_day(day)
+                browser.close()
+                settle(day)
+            except Stopped:
+                day.failures.insert(0, f"the benchmark was stopped (SIGTERM) after {day.actions} actions")
     finally:
         stop_process(process)
     return finish(report(day, root), args)

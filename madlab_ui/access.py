@@ -220,7 +220,13 @@ def _host_and_port(argv: list[str]) -> tuple[str, int]:
 
 
 def main(argv: list[str]) -> int:
+    """The lines scripts/run-app.sh prints before the server starts (Streamlit's own welcome lines are
+    off: they look up an external address on the internet, see .streamlit/config.toml)."""
     host, port = _host_and_port(argv)
+    print(f"MAD Lab on this machine: http://localhost:{port}", flush=True)
+    if host != "localhost":
+        shown = f"[{host}]" if ":" in host else host
+        print(f"Poll links and students' devices: http://{shown}:{port}", flush=True)
     print(startup_line(host, port, teacher_key()), flush=True)
     return 0
 

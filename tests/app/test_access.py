@@ -208,8 +208,10 @@ def test_the_key_is_random_per_home_kept_private_and_printed_in_one_line(tmp_pat
     assert access.key_matches(first, tmp_path) and not access.key_matches(first[:-1], tmp_path)
     assert not access.key_matches("", tmp_path) and not access.key_matches(None, tmp_path)
     assert access.main(["--server.address", "10.213.7.1", "--server.port", "8600"]) == 0
-    line = capsys.readouterr().out.strip()
-    assert line == f"Teacher key for other machines: http://10.213.7.1:8600/?teacher={access.teacher_key()}"
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == ["MAD Lab on this machine: http://localhost:8600",
+                     "Poll links and students' devices: http://10.213.7.1:8600",
+                     f"Teacher key for other machines: http://10.213.7.1:8600/?teacher={access.teacher_key()}"]
 
 
 @pytest.mark.parametrize("address, local", [("127.0.0.1", True), ("::1", True), ("127.0.0.2", True),

@@ -67,10 +67,11 @@ def _healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def run_server(root: Path, address: str = "127.0.0.1", scripts_table: dict | None = None):
+def run_server(root: Path, address: str = "127.0.0.1", scripts_table: dict | None = None,
+               extra_env: dict[str, str] | None = None):
     """`streamlit run app.py` bound to `address` on a free port, with its own MADLAB_HOME under `root`
-    and the scripted models `scripts_table` (default: SCRIPTS); killed at the end. The Server's url
-    is always the loopback one."""
+    and the scripted models `scripts_table` (default: SCRIPTS), `extra_env` added to its environment
+    last; killed at the end. The Server's url is always the loopback one."""
     if not (REPO / "app.py").exists():
         pytest.fail(f"{REPO / 'app.py'} does not exist: the e2e tests need the Streamlit app")
     home = root / "home"
@@ -87,6 +88,7 @@ def run_server(root: Path, address: str = "127.0.0.1", scripts_table: dict | Non
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
     }
     log_path = root / "streamlit.log"
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",

@@ -47,9 +47,9 @@ def wait_for_idle(page: Page, timeout: float = 30_000) -> None:
     )
 
 
-def open_app(page: Page, url: str, path: str = "/") -> None:
+def open_app(page: Page, url: str, path: str = "/", timeout: float = 60_000) -> None:
     page.goto(url.rstrip("/") + path)
-    wait_for_idle(page, timeout=60_000)
+    wait_for_idle(page, timeout=timeout)
 
 
 def open_debate_page(page: Page, url: str) -> None:

@@ -73,9 +73,14 @@ def lan():
 
 @pytest.fixture(scope="module")
 def lan_server(lan, tmp_path_factory):
-    """The real app server, bound to every interface."""
-    with run_server(tmp_path_factory.mktemp("madlab-lan"), "0.0.0.0", SCRIPTS) as srv:
+    """The real app server, bound to every interface; every host name it looks up is written down
+    (tests/e2e/lookup_recorder)."""
+    root = tmp_path_factory.mktemp("madlab-lan")
+    recorder = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "e2e" / "lookup_recorder")]),
+                "MADLAB_LOOKUP_LOG": str(root / "lookups.txt")}
+    with run_server(root, "0.0.0.0", SCRIPTS, extra_env=recorder) as srv:
         srv.lan_url = f"http://{HOST_IP}:{srv.url.rsplit(':', 1)[1]}"
+        srv.lookups = root / "lookups.txt"
         yield srv
 
 
@@ -101,7 +106,13 @@ def projected(lan_server, browser):
     context = browser.new_context(viewport={"width": 1500, "height": 1100})
     context.set_default_timeout(20_000)
     page = context.new_page()
-    open_debate_page(page, lan_server.url)
+    try:  # the first page of a fresh server: what it was doing, should it not come up
+        open_app(page, lan_server.url, "/", timeout=LIVE_TIMEOUT)
+        expect(key(page, "start")).to_be_visible(timeout=60_000)
+    except Exception:
+        print(f"--- the teacher's first page ---\n{page.inner_text('body')[:2000]}\n"
+              f"--- streamlit log (tail) ---\n{lan_server.log_tail()}")
+        raise
     question = unique("LAN check: name a prime number.")
     configure_debate(page, question, ["scripted/lan"] * 3)
     start(page)
@@ -128,6 +139,14 @@ def no_control(page) -> None:
 
 
 # ----- the positive control: the machine itself ------------------------------------------------------
+def test_a_server_open_to_the_network_looks_up_no_name(projected, lan_server):
+    """Offline for every viewer: Streamlit's welcome lines would look up an "External URL" on the
+    internet (checkip.amazonaws.com) inside the server's event loop; the app's config turns them off."""
+    looked_up = lan_server.lookups.read_text(encoding="utf-8").split() if lan_server.lookups.exists() else []
+    assert [host for host in looked_up if host not in ("localhost", "127.0.0.1", "::1", "0.0.0.0", HOST_IP)] == []
+    assert "You can now view" not in lan_server.log_tail(100_000)  # the welcome lines are off
+
+
 def test_on_the_machine_itself_the_teacher_has_every_control(projected, lan_server):
     debate_id, _, page = projected
     for name in ("pause", "stop", "force_decision", "say_all_send"):
@@ -221,7 +240,7 @@ def test_the_teacher_key_link_makes_another_machine_the_teacher(projected, phone
     printed = subprocess.run([sys.executable, "-m", "madlab_ui.access", "--server.address", "0.0.0.0",
                               "--server.port", port], cwd=REPO, capture_output=True, text=True, timeout=120,
                              env={**os.environ, "MADLAB_HOME": str(lan_server.home), "PYTHONPATH": str(REPO)})
-    line = printed.stdout.strip()
+    line = printed.stdout.strip().splitlines()[-1]  # after this machine's and the network's addresses
     found = re.fullmatch(rf"Teacher key for other machines: http://\S+:{port}/\?teacher=(\S+)", line)
     assert found, (line, printed.stderr[-2000:])
     open_app(phone, lan_server.lan_url, f"/?teacher={found.group(1)}")
