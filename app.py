@@ -21,6 +21,7 @@ from __future__ import annotations
 import streamlit as st
 
 from mad_core import live
+from mad_core.store import mark_dead_interrupted
 from mad_core.view import DebateView
 from madlab_ui import access, browse, codebook, controls, forms, live_page, navigation, session_memory
 from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store
@@ -40,7 +41,7 @@ def load(debate_id: str) -> live_page.LivePage | None:
     store = open_store()
     if store.get_debate(debate_id) is None:
         return None
-    store.mark_dead_interrupted()  # run by a process that is gone: say so
+    mark_dead_interrupted(store)  # run by a process that is gone: say so
     return live_page.current_page(debate_id, None, DebateView.from_store(store, debate_id))
 
 

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             f"metadata with a cost lookup; per streamed piece a pydantic chunk, also formatted into a debug string "
             f"with logging off); in a simultaneous round the {args.agents} calls' set-ups and pieces take turns on "
             f"one thread of Python, so a wave pays them {args.agents} times. MAD Lab already skips litellm's "
-            f"per-piece logging thread and its end-of-stream rebuild of the response (mad_core.models._stream_once)")
+            f"per-piece logging thread and its end-of-stream rebuild of the response (mad_core.models.stream.stream_once)")
     result.notes.append("burst rows (no target): what is done per streamed piece (litellm's stream wrapper, "
                         "the call's pump thread, token events) cannot overlap "
                         "the model's time there, so it all shows")

@@ -1,9 +1,9 @@
 """Full-text search over 10,000 stored turns: each query within 50 ms.
 
-The store is filled through its public import path (``Store.import_debate``): a real debate
+The store is filled through its public import path (``exports.import_debate``): a real debate
 is run once on a zero-latency scripted model and exported, and its turns are repeated with
 generated texts (a fixed vocabulary, seeded) into debates of 1,000 turns each. Then
-``Store.search_turns`` (FTS5 through sqlite-utils, at most 100 results with snippets, as
+``mad_core.store.search_turns`` (FTS5 through sqlite-utils, at most 100 results with snippets, as
 the Transcripts page asks) is timed for queries of several kinds: a common word, a rare
 word, two words, a phrase with punctuation, a word that is nowhere, and hostile input.
 
@@ -42,7 +42,7 @@ QUERIES = {
 
 def template_export() -> dict:
     """A real (tiny) debate's export, to copy turns and settings from."""
-    from mad_core import DebateConfig, DebateEngine
+    from mad_core import DebateConfig, DebateEngine, exports
     from mad_core.store import Store
 
     model, _ = fixed_latency_model(0.0, "burst")
@@ -52,10 +52,12 @@ def template_export() -> dict:
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "t.db") as store:
         engine = DebateEngine(config, store=store)
         list(engine.run())
-        return store.export_debate(engine.debate_id)
+        return exports.export_debate(store, engine.debate_id)
 
 
 def fill(store, turns: int, seed: int = 7) -> None:
+    from mad_core import exports
+
     rng = random.Random(seed)
     template = template_export()
     model_turn = next(t for t in template["turns"] if t["kind"] == "discussion")
@@ -70,7 +72,7 @@ def fill(store, turns: int, seed: int = 7) -> None:
                 words.insert(rng.randrange(len(words)), "zyzzyva")
             data["turns"].append({**model_turn, "id": uuid.uuid4().hex, "seq": seq, "round": 1 + seq // 3,
                                   "agent": f"Agent {seq % 3 + 1}", "content": " ".join(words) + "."})
-        store.import_debate(data, new_id=True)
+        exports.import_debate(store, data, new_id=True)
         written += count
 
 
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_argument("--repeats", type=int, default=5)
     args = cli.parse_args(argv)
 
-    from mad_core.store import Store
+    from mad_core.store import Store, search_turns
 
     result = Result("search", f"Full-text search over {args.turns:,} turns",
                     ["query", "text", "results", "median ms", "slowest ms"])
@@ -88,18 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         fill(store, args.turns)
         filled = time.perf_counter() - started
-        stored = store.db.execute("select count(*) from turns").fetchone()[0]
+        stored = store.query("SELECT COUNT(*) AS n FROM turns")[0]["n"]
         worst = 0.0
         for label, query in QUERIES.items():
             times, found = [], 0
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
-                found = len(store.search_turns(query))
+                found = len(search_turns(store, query))
                 times.append((time.perf_counter() - t0) * 1000)
             result.rows.append([label, query, found, median(times), max(times)])
             worst = max(worst, median(times))
     result.targets.append(Target("slowest query (median)", worst, TARGET_MS, "ms"))
-    result.notes.append(f"{stored:,} turns stored in {filled:.1f} s through Store.import_debate; "
+    result.notes.append(f"{stored:,} turns stored in {filled:.1f} s through exports.import_debate; "
                         f"search_turns returns at most 100 results with snippets")
     return finish(result, args)
 

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         store = Store(Path(tmp) / "madlab.db")
 
         def one_debate(_: int) -> str:
-            events = list(DebateEngine(config, store=store.path).run())
+            events = list(DebateEngine(config, store=store).run())
             return events[-1].status
 
         profiler = ThreadProfiler(enabled=args.profile)
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         with profiler, ThreadPoolExecutor(max_workers=args.concurrency, thread_name_prefix="bench-debate") as pool:
             statuses = list(pool.map(one_debate, range(args.debates)))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        stored = store.db.execute("select count(*) from turns").fetchone()[0]
+        stored = store.query("SELECT COUNT(*) AS n FROM turns")[0]["n"]
         store.close()
 
     ideal = math.ceil(args.debates / args.concurrency) * ROUNDS * latency

@@ -8,7 +8,9 @@ sentence-transformers) are imported only when first used.
 """
 from .api import DebateResult, DebateRound, debate
 from .config import AgentConfig, ConfigError, DebateConfig, load_config
-from .engine import Controller, DebateEngine, fork_debate, resume_debate, run_debate
+from .controller import Controller
+from .engine import DebateEngine
+from .resume import fork_debate, resume_debate, run_debate
 from .registry import UnknownComponent, components
 
 __all__ = [

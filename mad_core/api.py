@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 from .config import AgentConfig, ConfigError, DebateConfig
-from .engine import Controller, DebateEngine
+from .controller import Controller
+from .engine import DebateEngine
 from .events import DecisionReached, TurnFinished
 from .presets import preset_config
 

@@ -2,12 +2,12 @@
 challenges an answer, and one that challenges gives its own.
 
 What it is for: everything of the step except the model calls, which the engine makes
-(`DebateEngine._challenge`): which answer is put to the agents, the prompts of each setting, whose
+(`phases.run_challenge`): which answer is put to the agents, the prompts of each setting, whose
 challenge may change the decision, and the record of the outcome (`outcome`), which a decision the
 challenge changed carries in `details["challenge"]` (the original decision stays in the record
 before it: events, store and view keep both).
 
-The settings (config.CHALLENGE_SETTINGS, the paper's five scenarios; MALLM's coordinator runs
+The settings (CHALLENGE_SETTINGS below, the paper's five scenarios; MALLM's coordinator runs
 `challenge_solution` once per scenario):
   * "solution": the final answer only (App. E.3, Figures 20 and 21; `challenge: true`);
   * "history": the same, after the discussion as the agent saw it (MALLM: the agent's own
@@ -39,6 +39,17 @@ from typing import Any
 from . import prompts
 from .answers import final_answer, never_raises
 from .tasks.answer_types import DebateAnswerType, read_answer
+
+# The paper's five scenarios (seed 000 E.3), in the order the form lists them; `challenge: true` is the first.
+CHALLENGE_SETTINGS = ("solution", "history", "information", "wrong", "irrelevant")
+
+
+def challenge_setting(value: Any) -> str | None:
+    """The challenge step's setting a `challenge` value names: None for none (False, None, anything
+    that is no setting), "solution" for True (the first setting), else the name itself."""
+    if value is True:
+        return CHALLENGE_SETTINGS[0]
+    return value if isinstance(value, str) and value in CHALLENGE_SETTINGS else None
 
 IRRELEVANT_ANSWER = "I) I don't know."  # MALLM's planted irrelevant answer (coordinator.discuss)
 PLANTED = ("wrong", "irrelevant")  # settings that put a planted answer to the agents, not the decision

@@ -48,9 +48,11 @@ from .events import (
     TurnStarted,
     VoteCast,
 )
+from . import exports
 from .export_schema import MAX_ID_CHARS, ExportError, validate_export
-from .store import (MAX_LIST_LIMIT, MAX_QUERY_CHARS, STANCES, ResumeRefused, Store, default_db_path, describe_ballot,
-                    format_time)
+from .exports import STANCES, describe_ballot, format_time
+from .store import (MAX_LIST_LIMIT, MAX_QUERY_CHARS, ResumeRefused, Store, default_db_path, list_debates,
+                    mark_dead_interrupted)
 
 EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
 # `run` flags that set the config field of the same name.
@@ -301,7 +303,9 @@ def _stream(events: Iterable[Event], controller: Any, store: Store, debate_id: C
 # ----- commands ------------------------------------------------------------------------------
 def _store(args: argparse.Namespace) -> Store:
     try:
-        return Store(args.db)
+        store = Store(args.db)
+        mark_dead_interrupted(store)  # a debate whose process is gone reads as interrupted
+        return store
     except (sqlite3.Error, OSError) as exc:
         where = short_repr(str(args.db or default_db_path()))
         raise CliError(f"db: cannot open {where}: {clip(str(exc), 200)}") from None
@@ -333,7 +337,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     missing = key_problems(config)  # before anything runs: no debate is written
     if missing:
         raise CliError("; ".join(f"{field}: {message}" for field, message in missing))
-    from .engine import Controller, DebateEngine  # imported late: loads the model stack
+    from .controller import Controller
+    from .engine import DebateEngine  # imported late: loads the model stack
 
     store, controller = _store(args), Controller()
     engine = DebateEngine(config, controller=controller, store=store)
@@ -343,7 +348,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     store = _store(args)
     debate_id = _debate_id(store, args.id)
-    from .engine import Controller, prepare_resume
+    from .controller import Controller
+    from .resume import prepare_resume
 
     controller = Controller()
     try:  # checks the debate and its models, then claims it; nothing changes when this fails
@@ -366,7 +372,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         raise CliError(f"limit: must be a whole number from 1 to {MAX_LIST_LIMIT:,}, got {short_repr(args.limit)}")
     search = None if args.search is None else _text_arg("search", args.search, MAX_QUERY_CHARS)
     protocol = None if args.protocol is None else _text_arg("protocol", args.protocol, MAX_QUERY_CHARS)
-    rows = _store(args).list_debates(status=args.status, protocol=protocol, search=search, limit=args.limit)
+    rows = list_debates(_store(args), status=args.status, protocol=protocol, search=search, limit=args.limit)
     if not rows:
         print("No debates.")
         return 0
@@ -379,14 +385,15 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     store = _store(args)
-    sys.stdout.write(store.to_markdown(_debate_id(store, args.id)))
+    sys.stdout.write(exports.to_markdown(store, _debate_id(store, args.id)))
     return 0
 
 
 EXPORTERS: dict[str, Callable[[Store, str], str]] = {
-    "json": lambda store, debate_id: json.dumps(store.export_debate(debate_id), indent=2, ensure_ascii=False) + "\n",
-    "md": Store.to_markdown,
-    "csv": Store.to_csv,
+    "json": lambda store, debate_id: json.dumps(exports.export_debate(store, debate_id), indent=2,
+                                                ensure_ascii=False) + "\n",
+    "md": exports.to_markdown,
+    "csv": exports.to_csv,
 }
 
 
@@ -424,7 +431,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         store = _store(args)
         # Keep the exported id unless it is taken (or --new-id asks for a fresh one).
         taken = store.get_debate(data["debate"]["id"]) is not None
-        debate_id = store.import_debate(data, new_id=args.new_id or taken)
+        debate_id = exports.import_debate(store, data, new_id=args.new_id or taken)
     except ExportError as exc:
         raise CliError(f"{args.file}: {exc.field}: {exc.message}") from None
     except ValueError as exc:  # e.g. the id was taken meanwhile

@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any, Callable, Iterator
 
 from . import registry  # a leaf: it imports the components only when one is first looked up
+from .challenge import CHALLENGE_SETTINGS
 
 DEFAULT_MODEL = "local/smollm2-135m"
 
@@ -61,7 +62,6 @@ FLAG_SETTINGS = ("extract_final_answers", "all_agents_drafting", "confidence", "
 # information; "wrong" / "irrelevant": a planted wrong or irrelevant answer instead of the decision
 # (the paper's baselines). `challenge: true` (configs and debates stored before the settings) is
 # "solution"; false is no challenge step.
-CHALLENGE_SETTINGS = ("solution", "history", "information", "wrong", "irrelevant")
 
 # ----- generation settings -----------------------------------------------------------------------
 # The most tokens a reply may have, by what a call asks for. Turns in which an agent writes
@@ -390,14 +390,6 @@ def _check_answer_reading(answer_type: Any, options: Any) -> None:
         seen = [o.casefold() for o in options]
         if len(set(seen)) != len(seen):
             raise ConfigError("answer_options", "player names must be distinct (compared ignoring case)")
-
-
-def challenge_setting(value: Any) -> str | None:
-    """The challenge step's setting a `challenge` value names: None for none (False, None, anything
-    that is no setting), "solution" for True (the first setting), else the name itself."""
-    if value is True:
-        return CHALLENGE_SETTINGS[0]
-    return value if isinstance(value, str) and value in CHALLENGE_SETTINGS else None
 
 
 def _check_challenge(value: Any) -> None:

@@ -1,7 +1,7 @@
 """The shape of a MAD Lab debate export, checked completely before anything of it is written.
 
 `validate_export(data)` takes what `json.load` read from an export file (or what
-`Store.export_debate` returned) and either returns a normalised copy that `Store.import_debate`
+`exports.export_debate` returned) and either returns a normalised copy that `exports.import_debate`
 can write and that `show`/`export` can read back, or raises `ExportError(field, message)`:
 `field` says where the problem is ("turns[3].status", "config.agents[1].label",
 "annotations[0].turn_id") and the message is short whatever the value.
@@ -17,8 +17,8 @@ the right shape, bounded in depth and size); annotations naming turns that exist
 
 The changes made: an export of a `running` debate becomes `interrupted` (an imported debate
 is never running here; its pid, host and owner are cleared) so that it can be resumed. The
-metric report under "metrics" (`Store.export_debate`) must be plain bounded JSON; its numbers
-are never trusted: `Store.import_debate` does not write it, the importing store computes its own.
+metric report under "metrics" (`exports.export_debate`) must be plain bounded JSON; its numbers
+are never trusted: `exports.import_debate` does not write it, the importing store computes its own.
 Everything else is returned as it was, so a valid export imports losslessly, and checking an
 already checked export again returns an equal copy (it is cheap enough to check twice).
 """

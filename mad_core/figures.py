@@ -41,7 +41,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from . import metrics, registry
-from .protocols.decision import Consensus, Protocol
+from .protocols.consensus import Consensus
+from .protocols.decision import Protocol
 from .tasks import answer_types
 from .view import DebateView
 

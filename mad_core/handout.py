@@ -44,10 +44,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from . import figures, polls
+from . import codebook, figures, polls
 from .answers import decided_answer
 from .shorten import cut_words  # handout.cut_words: the poll's and the stage's callers use it here too
-from .store import TAG_COLOURS, Store, describe_ballot, format_time, md_safe
+from .codebook import TAG_COLOURS
+from .exports import describe_ballot, format_time, md_safe
+from .metrics.report import debate_report
+from .store import Store
 from .tasks.answer_types import DebateAnswerType, is_correct, read_answer, shown_answer
 from .view import DISCUSSION_KINDS, DebateView
 
@@ -153,7 +156,7 @@ def reference_agreement(view: DebateView) -> tuple[bool | None, str]:
 def _notes(store: Store, debate_id: str) -> dict[str, list[dict[str, str]]]:
     """turn id -> [{"tag", "note", "color"}]; the colour is the tag's in the shared codebook, kept
     only when it is one of the codebook's colour names or a #rrggbb (it goes into a style)."""
-    colours = {row["name"]: str(row.get("colour") or "") for row in store.tags()}
+    colours = {row["name"]: str(row.get("colour") or "") for row in codebook.tags(store)}
     notes: dict[str, list[dict[str, str]]] = {}
     for row in store.annotations(debate_id):
         tag = str(row.get("tag") or "")
@@ -218,7 +221,7 @@ def _content(store: Store, debate_id: str, embed: Any, image_format: str | None)
     if record is None:
         raise LookupError(f"no debate with id {debate_id!r}")
     view = DebateView.from_store(store, debate_id)
-    report = store.metrics_report(debate_id, embed=embed)
+    report = debate_report(store, debate_id, embed=embed)
     notes = _notes(store, debate_id)
     answer, full = decision_texts(view)
     headline = headline_answer(answer)  # the decision's answer, cut to ANSWER_CHARS

@@ -54,10 +54,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import prompts
 from .answers import json_reply, never_raises, parse_confidence
+from .calls import call_problem
 from .config import ConfigError, clip
 from .events import Turn
 from .paradigms import Paradigm, Step
@@ -67,6 +68,10 @@ from .protocols.schemas import (KKS_ROLES, kks_assignment_format, kks_order_form
                                 kks_supervisor_format)
 from .registry import register
 from .tasks.answer_types import read_answer
+
+if TYPE_CHECKING:
+    from .ports import ParadigmContext
+    from .protocols.decision import DecisionContext
 
 ASSIGNMENT_KINDS = ("proposal", "adjustment", "final")  # turns holding a complete assignment
 SUPERVISOR = "supervisor"  # the supervisor's label on its turns and ballots
@@ -139,20 +144,20 @@ def read_assignment(text: str | None, names: Sequence[str]) -> AssignmentReply:
     first, else any form `read_answer("kks")` reads ("Ann: knight", "Ann is a knave", ...)."""
     text = text or ""
     reading = read_answer("kks", text, names=list(names))
-    reply = json_reply(text) or {}
+    reply: dict[str, Any] = json_reply(text) or {}
     levels = reply.get("confidence")
     by_fold = {name.casefold(): name for name in names}
-    confidence = {}
+    confidence: dict[str, int] = {}
     if isinstance(levels, Mapping):
         for key, value in levels.items():
-            name = by_fold.get(str(key).strip().casefold())
-            if name is not None and _level(value) is not None:
-                confidence[name] = _level(value)
+            name, level = by_fold.get(str(key).strip().casefold()), _level(value)
+            if name is not None and level is not None:
+                confidence[name] = level
     explanation = reply.get("explanation")
     explanation = explanation.strip() if isinstance(explanation, str) else ("" if reply else text.strip())
     if not reading.valid:
         return AssignmentReply(None, reading.reason, confidence, explanation)
-    return AssignmentReply(dict(reading.value), "", confidence, explanation)
+    return AssignmentReply(dict(cast(Mapping[str, str], reading.value)), "", confidence, explanation)
 
 
 @never_raises(_unreadable_stance)
@@ -160,7 +165,7 @@ def read_stance(text: str | None, player: str, others: Sequence[str]) -> StanceR
     """A debate reply about `player`: {"role": ..., "agree_with": [...], "disagree_with": [...],
     "reasoning": ..., "confidence": N} first, else a statement of `player`'s role in the text."""
     text = text or ""
-    reply = json_reply(text) or {}
+    reply: dict[str, Any] = json_reply(text) or {}
     stated = reply.get("role")
     reading = read_answer("kks", f"{player}: {stated}" if isinstance(stated, str) else text, names=[player])
     known = {other.casefold(): other for other in others}
@@ -175,12 +180,16 @@ def read_stance(text: str | None, player: str, others: Sequence[str]) -> StanceR
     reasoning = reply.get("reasoning")
     reasoning = reasoning.strip() if isinstance(reasoning, str) else ("" if reply else text.strip())
     confidence = _level(reply.get("confidence")) if reply else parse_confidence(text)
-    role = reading.value[player] if reading.valid else None
+    role = cast(Mapping[str, str], reading.value)[player] if reading.valid else None
     return StanceReply(role, "" if role else reading.reason, peers("agree_with"), peers("disagree_with"),
                        reasoning, confidence)
 
 
-@never_raises(lambda error: (None, f"unreadable ({type(error).__name__})"))
+def _unreadable_pair(error: Exception) -> tuple[Any, str]:
+    return None, f"unreadable ({type(error).__name__})"
+
+
+@never_raises(_unreadable_pair)
 def read_order(text: str | None, names: Sequence[str]) -> tuple[list[str] | None, str]:
     """A proposed debate order: every player exactly once. JSON {"order": [...]} first, else the
     players in the order the text first names them."""
@@ -204,16 +213,17 @@ def read_order(text: str | None, names: Sequence[str]) -> tuple[list[str] | None
     return order, ""
 
 
-@never_raises(lambda error: (None, f"unreadable ({type(error).__name__})"))
+@never_raises(_unreadable_pair)
 def read_supervisor(text: str | None, tied: Mapping[str, Sequence[str]]) -> tuple[dict[str, str] | None, str]:
     """The supervisor's roles for the tied players; each must be one of the roles tied for it."""
     reading = read_answer("kks", text or "", names=list(tied))
     if not reading.valid:
         return None, reading.reason
-    for name, role in reading.value.items():
+    roles = cast(Mapping[str, str], reading.value)
+    for name, role in roles.items():
         if role not in tied[name]:
             return None, f"{name}: {role} is not one of the tied roles ({', '.join(tied[name])})"
-    return dict(reading.value), ""
+    return dict(roles), ""
 
 
 # ----- counting (pure) ---------------------------------------------------------------------
@@ -293,10 +303,11 @@ class History:
         """An agent's complete assignment (or, with `head_player`, its role for that player)."""
         reply = read_assignment(turn.content, self.names)
         if head_player is not None:
-            head = reply.roles[head_player] if reply.valid else f"unclear ({reply.reason})"
-            level = reply.confidence.get(head_player)
+            head = reply.roles[head_player] if reply.roles is not None else f"unclear ({reply.reason})"
+            level: int | dict[str, int] | None = reply.confidence.get(head_player)
         else:
-            head = assignment_text(reply.roles, self.names) if reply.valid else f"unreadable ({reply.reason})"
+            head = assignment_text(reply.roles, self.names) if reply.roles is not None \
+                else f"unreadable ({reply.reason})"
             level = reply.confidence or None
         shown = level if self._shows_confidence(turn.agent) else None
         return prompts.kks_entry(turn.agent, self._you(turn.agent), head,
@@ -363,13 +374,13 @@ class KksPerPlayer(Paradigm):
     def total_rounds(self, cfg) -> int:
         return kks_rounds(cfg)
 
-    def player_order(self, ctx) -> list[str]:
+    def player_order(self, ctx: ParadigmContext) -> list[str]:
         if self._order is None:
             replies = [t.content for t in ctx.turns if t.kind == "order" and t.round == 1 and t.status == "ok"]
             self._order = debate_order(self.names, self.cfg.kks_order, replies)
         return self._order
 
-    def plan(self, rnd: int, order: list[str], ctx) -> list[Step]:
+    def plan(self, rnd: int, order: list[str], ctx: ParadigmContext) -> list[Step]:
         cfg, agents = self.cfg, tuple(order)
         assignment = kks_assignment_format(self.names, cfg.confidence)
         if rnd == 1:
@@ -389,7 +400,7 @@ class KksPerPlayer(Paradigm):
         debate = [Step(agents, "debate", replies=stances) for _ in range(cfg.kks_depth)]
         return [*debate, Step(agents, "adjustment", assignment)]
 
-    def messages(self, agent: str, step: Step, rnd: int, ctx) -> list[dict[str, str]]:
+    def messages(self, agent: str, step: Step, rnd: int, ctx: ParadigmContext) -> list[dict[str, str]]:
         cfg = self.cfg
         system = prompts.kks_system_prompt(agent, len(cfg.agents), ctx.personas.get(agent, ""), cfg.tit_for_tat)
         common = (system, cfg.question, cfg.task)
@@ -427,7 +438,7 @@ class KksPerPlayer(Paradigm):
             turn.confidence = stance.confidence if cfg.confidence else None
             return
         reply = read_assignment(turn.content, self.names)
-        turn.answer = assignment_text(reply.roles, self.names) if reply.valid else None
+        turn.answer = assignment_text(reply.roles, self.names) if reply.roles is not None else None
         levels = reply.confidence if cfg.confidence else {}
         focus = self.topics.get(turn.round) if turn.kind == "adjustment" else None
         if focus is not None:  # the player just discussed
@@ -468,7 +479,10 @@ class KksPlayerVote(Protocol):
     def first_round(self, cfg) -> int:
         return kks_rounds(cfg)
 
-    def decide(self, ctx, forced: bool) -> Outcome:
+    def calls_per_attempt(self, cfg, agents: int, extractions: int) -> int:
+        return 0  # the ballots are the last round's assignments; a tie's supervisor is `supervisor_calls`
+
+    def decide(self, ctx: DecisionContext, forced: bool) -> Outcome:
         cfg = ctx.cfg
         names = list(cfg.answer_options or [])
         history = History(cfg, ctx.turns, self._topics(ctx), None)
@@ -478,7 +492,7 @@ class KksPlayerVote(Protocol):
         for agent in ctx.labels:  # the latest complete assignment of each agent: its ballot
             turn = latest.get(agent)
             reply = read_assignment(turn.content, names) if turn else AssignmentReply(None, "no complete assignment")
-            ballot = assignment_text(reply.roles, names) if reply.valid else None
+            ballot = assignment_text(reply.roles, names) if reply.roles is not None else None
             ctx.record_vote(agent, self.name, turn.content if turn else "", ballot, reply.valid,
                             None if reply.valid else reply.reason)
             ballots.append(reply.roles)
@@ -507,14 +521,14 @@ class KksPlayerVote(Protocol):
         return Outcome(True, reason, answer=answer, scores=scores, solutions=texts, solution_agents=list(ctx.labels),
                        fallback=fallback, details=details)
 
-    def fallback(self, ctx, last: Outcome | None, why: str) -> Outcome:
+    def fallback(self, ctx: DecisionContext, last: Outcome | None, why: str) -> Outcome:
         return self.decide(ctx, True)  # the vote always decides (ties go to the supervisor)
 
     @staticmethod
-    def _topics(ctx) -> dict[int, str]:
+    def _topics(ctx: DecisionContext) -> dict[int, str]:
         return KksPerPlayer.round_topics(ctx.cfg.to_dict(), ctx.turns)
 
-    def _supervise(self, ctx, history: History, tied: dict[str, list[str]], texts: list[str],
+    def _supervise(self, ctx: DecisionContext, history: History, tied: dict[str, list[str]], texts: list[str],
                    votes: dict[str, Counter]) -> tuple[dict[str, str] | None, str]:
         """Ask the supervisor (re-asked `vote_retries` times) for the tied players' roles.
 
@@ -530,7 +544,6 @@ class KksPlayerVote(Protocol):
         splits = [prompts.kks_entry(name, False, ", ".join(f"{role} {votes[name][role]}" for role in KKS_ROLES), [])
                   for name in tied]
         messages = prompts.kks_supervisor_prompt(cfg.question, cfg.task, proposals, rounds, finals, tied, splits)
-        from .engine import call_problem  # late: the engine imports the registered modes
 
         problem = "the supervisor did not answer"
         for attempt in range(1, cfg.vote_retries + 2):

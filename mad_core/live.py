@@ -36,10 +36,12 @@ from typing import Any
 
 from . import registry
 from .challenge import PREPARED
-from .config import ConfigError, DebateConfig, challenge_setting
-from .engine import Activity, Controller, DebateEngine, fork_debate, phase_of, resume_debate
+from .challenge import challenge_setting
+from .config import ConfigError, DebateConfig
+from .controller import Activity, Controller, phase_of
+from .engine import DebateEngine
+from .resume import fork_debate, resume_debate
 from .events import DebateFinished, ErrorOccurred, Event
-from .protocols.decision import Consensus, Judge, SolutionCounting, Voting
 from .view import DebateView
 
 _LIVE: dict[str, "LiveDebate"] = {}  # running debates, and the finished ones kept, newest finished last
@@ -224,17 +226,10 @@ def _planned_rounds(paradigm: Any, labels: list[str], total_rounds: int) -> tupl
 
 
 def _attempt_calls(protocol: Any, cfg: DebateConfig, n: int, generator: Any) -> int:
-    """Calls of one decision attempt: extractions, ballots or a judge call."""
+    """Calls of one decision attempt, as the protocol counts them (`calls_per_attempt`); asking for
+    the solutions costs one extraction per agent when answers are extracted or formed only at the end."""
     extractions = n if (cfg.extract_final_answers or not generator.shares_answers) else 0
-    if isinstance(protocol, Voting):
-        return extractions + n
-    if isinstance(protocol, SolutionCounting):
-        return extractions
-    if isinstance(protocol, Judge):
-        return 1
-    if isinstance(protocol, Consensus):
-        return 1 if cfg.extract_final_answers else 0  # the last speaker's answer, once
-    return 0
+    return protocol.calls_per_attempt(cfg, n, extractions)
 
 
 def _challenge_calls(cfg: DebateConfig, n: int) -> int:

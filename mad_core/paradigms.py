@@ -17,12 +17,15 @@ tests a paradigm's name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .answers import final_answer, parse_agreement, parse_confidence
 from .config import ConfigError
 from .events import Turn
 from .registry import register
+
+if TYPE_CHECKING:
+    from .ports import ParadigmContext
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,14 @@ class Paradigm:
         """The number of rounds this paradigm always runs, or None: the config's max_rounds."""
         return None
 
-    def plan(self, rnd: int, order: list[str], ctx) -> list[Step] | None:
+    def plan(self, rnd: int, order: list[str], ctx: ParadigmContext) -> list[Step] | None:
         """Round `rnd`'s steps, or None for the discussion steps of `steps()` with the engine's prompts.
 
-        `ctx` is the running debate as `engine.EngineContext` shows it (settings, turns, personas)."""
+        `ctx` is the running debate as a paradigm sees it (`ports.ParadigmContext`: settings, turns,
+        personas, moderator messages)."""
         return None
 
-    def messages(self, agent: str, step: Step, rnd: int, ctx) -> list[dict[str, str]]:
+    def messages(self, agent: str, step: Step, rnd: int, ctx: ParadigmContext) -> list[dict[str, str]]:
         """The prompt of `agent` in a planned step (only asked when `plan` returned steps)."""
         raise NotImplementedError
 

@@ -24,8 +24,9 @@ mark another option right (`mark_right`), but never "Something else" when the de
 the listed answers.
 
 What it must not do: import streamlit, call a model, or write anything when the input is invalid:
-every check runs before the write and the error (`PollError`) names the field. Writes go through
-the Store's write transaction (`Store._write`, BEGIN IMMEDIATE), so predictions from many threads
+every check runs before the write and the error (`PollError`) names the field. Its tables (`polls`,
+`predictions`) come with their own migrations (m005, m007, below). Writes go through
+the Store's write transaction (`Store.transaction`, BEGIN IMMEDIATE), so predictions from many threads
 or processes at once are neither lost nor doubled.
 """
 from __future__ import annotations
@@ -37,9 +38,12 @@ import unicodedata
 import uuid
 from typing import Any, Iterable
 
+from sqlite_utils import Database
+
 from .answers import decided_answer, normalize_answer
 from .metrics.report import AnswerReader
 from .shorten import cut_words
+from .store.migrations import feature_migrations
 from .tasks.answer_types import DebateAnswerType
 
 STATUSES = ("open", "closed", "decided", "revealed")  # decided: closed because the debate decided
@@ -57,6 +61,34 @@ NAME_DEVICE = "name:"  # the identity of a voter without a device (recorded by t
 _INVISIBLE = frozenset(("Cc", "Cf", "Co"))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 AGENT_OPTION_CHARS = 60  # a free-text answer as a poll option: a phone shows it on one or two lines
+# The polls' tables, recorded with the store's migrations (see mad_core/store/migrations.py).
+MIGRATIONS = feature_migrations()
+
+
+@MIGRATIONS()
+def m005_polls(db: Database) -> None:
+    """Prediction polls of a debate (mad_core/polls.py): one prediction per voter and poll."""
+    db["polls"].create({"id": str, "debate_id": str, "question": str, "options": str, "status": str,
+                        "created_at": float}, pk="id", not_null={"debate_id", "question", "options", "status"})
+    db["polls"].create_index(["debate_id"])
+    db["predictions"].create({"poll_id": str, "voter": str, "option": str, "at": float},
+                             pk=("poll_id", "voter"), not_null={"option"})
+
+
+@MIGRATIONS()
+def m007_poll_devices(db: Database) -> None:
+    """Poll voters are devices (mad_core/polls.py): one prediction per poll and `device` (a token the
+    student's page keeps; a name is only its label in `voter`), so two students who type one name
+    never overwrite each other. Older rows keep their name as their identity (device "name:<voter>").
+    Polls gain the debate round they were opened in and the option the teacher marked right."""
+    db.execute("CREATE TABLE predictions_m007 (poll_id TEXT NOT NULL, device TEXT NOT NULL, voter TEXT, "
+               "option TEXT NOT NULL, at FLOAT, PRIMARY KEY (poll_id, device))")
+    db.execute("INSERT INTO predictions_m007 (poll_id, device, voter, option, at) "
+               "SELECT poll_id, 'name:' || voter, voter, option, at FROM predictions")
+    db.execute("DROP TABLE predictions")
+    db.execute("ALTER TABLE predictions_m007 RENAME TO predictions")
+    db["polls"].add_column("round", int)
+    db["polls"].add_column("marked_right", str)
 
 
 class PollError(ValueError):
@@ -157,7 +189,7 @@ def agent_options(replies: dict[str, str], config: dict | None = None) -> list[s
 def _poll_row(store, poll_id: Any) -> dict[str, Any]:
     if not isinstance(poll_id, str) or not poll_id.strip():
         raise PollError("poll_id", "must not be empty")
-    rows = list(store.db.query("SELECT * FROM polls WHERE id = ?", [poll_id.strip()]))
+    rows = store.query("SELECT * FROM polls WHERE id = ?", [poll_id.strip()])
     if not rows:
         raise PollError("poll_id", f"no poll {poll_id!r}")
     return _decoded(store, rows[0])
@@ -167,9 +199,9 @@ def _decoded(store, row) -> dict[str, Any]:
     """A polls row with its options decoded and its status as it stands: an open poll whose debate
     reached a final decision after the poll was opened is "decided"."""
     row = {**row, "options": json.loads(row["options"])}
-    if row["status"] == "open" and list(store.db.query(
+    if row["status"] == "open" and store.query(
             "SELECT 1 FROM decisions WHERE debate_id = ? AND final = 1 AND ts >= ? LIMIT 1",
-            [row["debate_id"], row.get("created_at") or 0])):
+            [row["debate_id"], row.get("created_at") or 0]):
         row["status"] = "decided"
     return row
 
@@ -184,8 +216,8 @@ def get_poll(store, poll_id: str) -> dict[str, Any] | None:
 
 def polls_of(store, debate_id: str) -> list[dict[str, Any]]:
     """A debate's polls, newest first."""
-    rows = store.db.query("SELECT * FROM polls WHERE debate_id = ? ORDER BY created_at DESC, rowid DESC",
-                          [debate_id])
+    rows = store.query("SELECT * FROM polls WHERE debate_id = ? ORDER BY created_at DESC, rowid DESC",
+                       [debate_id])
     return [_decoded(store, row) for row in rows]
 
 
@@ -204,10 +236,10 @@ def open_poll(store, debate_id: str, options: Iterable[Any], question: str = DEF
     if round is not None and (isinstance(round, bool) or not isinstance(round, int) or round < 0):
         raise PollError("round", f"expected a round number, got {round!r}")
     poll_id = uuid.uuid4().hex[:10]
-    with store._write():
-        store.db["polls"].insert({"id": poll_id, "debate_id": debate_id, "question": question,
-                                  "options": json.dumps(options, ensure_ascii=False), "status": "open",
-                                  "created_at": time.time(), "round": round})
+    with store.transaction() as db:
+        db["polls"].insert({"id": poll_id, "debate_id": debate_id, "question": question,
+                            "options": json.dumps(options, ensure_ascii=False), "status": "open",
+                            "created_at": time.time(), "round": round})
     return poll_id
 
 
@@ -220,7 +252,7 @@ def predict(store, poll_id: str, voter: str, option: str, *, device: str | None 
         raise PollError("device", "not a device token of this poll page: reload the page")
     if not isinstance(option, str):
         raise PollError("option", "must be one of the poll's answers")
-    with store._write():  # the status is read in the same transaction as the write: a close wins cleanly
+    with store.transaction() as db:  # the status is read in the same transaction as the write: a close wins cleanly
         poll = _poll_row(store, poll_id)
         if option not in poll["options"]:
             raise PollError("option", f"{option!r} is not one of the poll's answers")
@@ -228,7 +260,7 @@ def predict(store, poll_id: str, voter: str, option: str, *, device: str | None 
             raise PollError("poll_id", "the debate has decided: predictions are no longer taken")
         if poll["status"] != "open":
             raise PollError("poll_id", f"the poll is {poll['status']}: predictions are no longer taken")
-        store.db.execute(
+        db.execute(
             "INSERT INTO predictions (poll_id, device, voter, option, at) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(poll_id, device) DO UPDATE SET voter = excluded.voter, option = excluded.option, "
             "at = excluded.at", [poll["id"], device or NAME_DEVICE + voter, voter, option, time.time()])
@@ -237,8 +269,8 @@ def predict(store, poll_id: str, voter: str, option: str, *, device: str | None 
 def _predictions(store, poll_id: str) -> list[dict[str, Any]]:
     """The poll's predictions in the order their devices first predicted, each with its `label`: its
     name, or "name (2)", "name (3)" for later devices that gave the same name (compared ignoring case)."""
-    rows = [dict(row) for row in store.db.query(
-        "SELECT device, voter, option, at FROM predictions WHERE poll_id = ? ORDER BY rowid", [poll_id])]
+    rows = store.query(
+        "SELECT device, voter, option, at FROM predictions WHERE poll_id = ? ORDER BY rowid", [poll_id])
     seen: dict[str, int] = {}
     for row in rows:
         name = str(row["voter"] or "?")
@@ -261,7 +293,7 @@ def prediction_of(store, poll_id: str, device: str) -> dict[str, str] | None:
 def mark_right(store, poll_id: str, option: str | None) -> None:
     """The teacher counts `option` as the right prediction (None: as the debate decided). Refused
     for "Something else" while the decision is one of the listed answers."""
-    with store._write():
+    with store.transaction() as db:
         poll = _poll_row(store, poll_id)
         if option is not None and option not in poll["options"]:
             raise PollError("option", f"{option!r} is not one of the poll's answers")
@@ -270,18 +302,18 @@ def mark_right(store, poll_id: str, option: str | None) -> None:
         if is_something_else(option) and listed:
             raise PollError("option", f"the debate decided {listed[0]!r}, one of the listed answers: "
                                       f"{option!r} cannot be right")
-        store.db.execute("UPDATE polls SET marked_right = ? WHERE id = ?", [option, poll["id"]])
+        db.execute("UPDATE polls SET marked_right = ? WHERE id = ?", [option, poll["id"]])
 
 
 def _set_status(store, poll_id: str, status: str, allowed_from: tuple[str, ...],
                 already: tuple[str, ...] = ()) -> None:
-    with store._write():
+    with store.transaction() as db:
         poll = _poll_row(store, poll_id)
         if poll["status"] in (status, *already):
             return
         if poll["status"] not in allowed_from:
             raise PollError("poll_id", f"the poll is {poll['status']}: it cannot be {status}")
-        store.db.execute("UPDATE polls SET status = ? WHERE id = ?", [status, poll["id"]])
+        db.execute("UPDATE polls SET status = ? WHERE id = ?", [status, poll["id"]])
 
 
 def close(store, poll_id: str) -> None:

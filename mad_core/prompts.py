@@ -2,11 +2,14 @@
 
 The papers give the intent of each prompt (seed 000 Appendix E, seed 002 Table 11 and its
 meta / judge prompts, seed 001 Appendix C); the wording here is ours. Functions return plain
-strings or chat message lists and never call a model.
+strings or chat message lists and never call a model. A voting rule's instruction is the
+rule's own (its file in protocols/, e.g. protocols/simple_voting.py), asked for by `vote_prompt`.
 """
 from __future__ import annotations
 
 from typing import Any
+
+from .protocols.rule import ballot_rule
 
 # Seed 002, Table 11: how hard debaters push back. Same intent per level, our wording.
 TIT_FOR_TAT = {
@@ -104,29 +107,18 @@ def extraction_prompt(system: str, question: str, task: str, previous: str,
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-VOTE_INSTRUCTIONS = {
-    "simple_voting": "Vote for the one solution you think is best. Reply with its number only.",
-    "approval_voting": "Approve every solution you find acceptable. Reply with their numbers only, separated by commas.",
-    "ranked_voting": (
-        "Rank the solutions from best to worst, up to 5 of them (a solution you leave out earns no points). "
-        "Reply with their numbers only, best first, separated by spaces (for three solutions, e.g. `2 3 1`)."
-    ),
-    "cumulative_voting": (
-        "Share up to {points} points among the solutions, giving more to better ones. Reply only with a JSON object "
-        'mapping solution numbers to points, e.g. {{"1": 6, "2": 4}}.'
-    ),
-    "judge": "Pick the solution that answers the question best. Reply with its number only.",
-}
-
-
 def solutions_block(solutions: list[str]) -> str:
     return "\n".join(f"Solution {i + 1}: {s}" for i, s in enumerate(solutions))
 
 
 def vote_prompt(system: str, protocol: str, question: str, task: str, solutions: list[str], points: int,
                 retry_reason: str | None = None) -> list[dict[str, str]]:
-    """Seed 000 E.2: ask for a ballot in the protocol's format (numbers shown from 1)."""
-    instruction = VOTE_INSTRUCTIONS[protocol].format(points=points)
+    """Seed 000 E.2: ask for a ballot in the protocol's format (numbers shown from 1): its voting
+    rule's `instruction` (`protocols.rule.ballot_rule`; KeyError for a protocol that casts none)."""
+    rule = ballot_rule(protocol)
+    if rule is None:
+        raise KeyError(protocol)
+    instruction = rule.instruction.format(points=points)
     user = f"{task_block(question, task)}\n\nThe candidate solutions are:\n{solutions_block(solutions)}\n\n{instruction}"
     if retry_reason:
         user += f"\n\nYour previous reply could not be counted ({retry_reason}). Answer again in exactly the format asked."

@@ -13,6 +13,7 @@ from typing import Any
 from .events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                      ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                      TurnFinished, TurnRetried, TurnStarted, VoteCast)
+from .store.rows import stored_events  # rows -> events lives with events -> rows
 
 
 
@@ -178,56 +179,6 @@ class DebateView:
         for event in stored_events(store, debate_id):
             view.apply(event)
         return view
-
-
-def stored_events(store, debate_id: str) -> list[Event]:
-    """The events of a stored debate, re-created from its rows in their original order.
-
-    Folding them gives the view the live events gave (turns, votes, decisions, errors,
-    steering, round orders, how it ended); tests/unit/test_stored_equals_live.py checks it."""
-    record = store.get_debate(debate_id)
-    if record is None:
-        raise KeyError(f"no debate {debate_id!r}")
-    events: list[Event] = [DebateStarted(debate_id, record["config"], parent_id=record.get("parent_id"),
-                                         forked_from_seq=record.get("forked_from_seq"),
-                                         ts=record.get("created_at") or 0.0)]
-    personas = {a["label"]: a.get("persona") or "" for a in store.agents(debate_id)}
-    events.append(PersonasAssigned(personas, ts=events[0].ts))
-    timed: list[Event] = [RoundStarted(row["round"], row.get("speakers") or [], ts=row.get("ts") or 0.0)
-                          for row in store.rounds(debate_id)]
-    seen_rounds = {event.round for event in timed}
-    for turn in store.turns(debate_id):
-        if turn.round not in seen_rounds and turn.kind in DISCUSSION_KINDS:  # stored before orders were
-            seen_rounds.add(turn.round)
-            timed.append(RoundStarted(turn.round, [], ts=turn.started_at - 1e-6))
-        timed.append(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt,
-                                 ts=turn.started_at))
-        timed.append(TurnFinished(turn, ts=turn.finished_at))
-    for row in store.votes(debate_id):
-        timed.append(VoteCast(row["round"], row["agent"], row["protocol"], row["raw"], row.get("ballot"),
-                              bool(row["valid"]), row.get("reason"), row.get("attempt") or 1, ts=row.get("ts") or 0.0))
-    for row in store.decisions(debate_id):
-        common = dict(round=row["round"], protocol=row["protocol"], scores=row.get("scores") or [],
-                      solutions=row.get("solutions") or [], solution_agents=row.get("solution_agents") or [],
-                      ts=row.get("ts") or 0.0)
-        if row.get("final"):  # the debate's decision; other rows are attempts
-            timed.append(DecisionReached(answer=row["answer"], winner_agent=row.get("winner_agent"),
-                                         winner_index=row.get("winner_index"), forced=bool(row.get("forced")),
-                                         fallback=row.get("fallback"), details=row.get("details") or {}, **common))
-        else:
-            timed.append(DecisionAttempted(reached=bool(row.get("reached")), reason=row.get("reason") or "", **common))
-    for row in store.steering(debate_id):
-        timed.append(SteeringApplied(row["action"], row.get("targets"), row.get("message"), ts=row.get("ts") or 0.0))
-    for row in store.challenges(debate_id):
-        timed.append(ChallengeResult(row["agent"], row.get("agrees"), row.get("new_answer"), ts=row.get("ts") or 0.0))
-    for row in store.errors(debate_id):
-        timed.append(ErrorOccurred(row["message"], row.get("agent"), row.get("turn_id"), ts=row.get("ts") or 0.0))
-    timed.sort(key=lambda e: e.ts)
-    events.extend(timed)
-    if record.get("status") != "running":
-        events.append(DebateFinished(record["status"], record.get("answer"), record.get("reason") or "",
-                                     ts=record.get("finished_at") or (timed[-1].ts if timed else events[0].ts)))
-    return events
 
 
 # ----- handlers -------------------------------------------------------------------------

@@ -31,9 +31,11 @@ from typing import Any
 import streamlit as st
 import yaml
 
-from mad_core import handout, live, polls, registry
+from mad_core import codebook as core_codebook
+from mad_core import exports, handout, live, polls, registry
+from mad_core.codebook import DEFAULT_TAGS
 from mad_core.events import DEBATE_STATUSES
-from mad_core.store import DEFAULT_TAGS
+from mad_core.store import list_debates, search_matches
 from mad_core.view import DebateView, TurnView
 
 from . import access, codebook, controls, plots, replay, transcript
@@ -101,12 +103,12 @@ def render_running(title: str = "Running now", action: str = "Reattach") -> None
     """Every debate the database says is running, in one compact block (a line each, so the list's
     first row stays in view at 1280x720): this server's first, each with a button (`action`) to watch
     and steer it on the Debate page; then those another process runs (the CLI, an experiment, another
-    server: `Store.list_debates` has marked the ones whose process is gone interrupted), with their
+    server: `list_debates` has marked the ones whose process is gone interrupted), with their
     worker and heartbeat, which cannot be steered from here: their button opens them read-only."""
     here = live.running()
     store = open_store()
     ids = {debate.debate_id for debate in here}
-    elsewhere = [row for row in store.list_debates(status="running") if row["id"] not in ids]
+    elsewhere = [row for row in list_debates(store, status="running") if row["id"] not in ids]
     if not here and not elsewhere:
         return
     with st.container(key="running_list", border=True, gap="small"):
@@ -172,9 +174,9 @@ def render_list() -> None:
                                       format_func=lambda p: p or "(any)")
     filters = codebook.render_filters()
     store = open_store()
-    rows = store.list_debates(status=status or None, protocol=protocol or None, search=search or None, **filters)
-    tags = store.tags_of_debates([row["id"] for row in rows])
-    matches = store.search_matches(search, [row["id"] for row in rows]) if search else {}
+    rows = list_debates(store, status=status or None, protocol=protocol or None, search=search or None, **filters)
+    tags = core_codebook.tags_of_debates(store, [row["id"] for row in rows])
+    matches = search_matches(store, search, [row["id"] for row in rows]) if search else {}
     colours = codebook.colour_map()
     # The rows scroll in their own box: the page itself stays short, so the page is never scrolled far
     # when Open is clicked, and the opened debate's title (drawn where the list was) is in view.
@@ -251,7 +253,7 @@ def render_debate(debate_id: str) -> None:
     notes: dict[str, list[dict]] = {}
     for note in store.annotations(debate_id):
         notes.setdefault(note["turn_id"], []).append(note)
-    tags = store.tags()  # the codebook: the annotate pickers' tags and the chips' colours
+    tags = core_codebook.tags(store)  # the codebook: the annotate pickers' tags and the chips' colours
     with st.container(height=700, key="transcript", autoscroll=shown is not view):
         transcript.render_transcript(shown, extras=lambda turn, k: _turn_tools(record, notes, turn, k, tags))
     transcript.render_usage(shown)
@@ -274,10 +276,11 @@ def export_files(store, debate_id: str) -> dict[str, tuple[str, Any, str, str]]:
     embed = plots.EMBED  # the metrics' embedder (None: SBERT; the report is cached in the database)
     handout_of = functools.partial(handout.handout_file, store.path, debate_id, embed=embed)
     return {
-        "export_json": ("Export JSON", json.dumps(store.export_debate(debate_id, embed=embed), indent=2,
+        "export_json": ("Export JSON", json.dumps(exports.export_debate(store, debate_id, embed=embed), indent=2,
                                                   ensure_ascii=False), f"{name}.json", "application/json"),
-        "export_md": ("Export Markdown", store.to_markdown(debate_id, embed=embed), f"{name}.md", "text/markdown"),
-        "export_csv": ("Export CSV", store.to_csv(debate_id, embed=embed), f"{name}.csv", "text/csv"),
+        "export_md": ("Export Markdown", exports.to_markdown(store, debate_id, embed=embed), f"{name}.md",
+                      "text/markdown"),
+        "export_csv": ("Export CSV", exports.to_csv(store, debate_id, embed=embed), f"{name}.csv", "text/csv"),
         "handout_md": ("Handout · Markdown", functools.partial(handout_of, "md"), f"{name}-handout.md",
                        "text/markdown"),
         "handout_html": ("Handout · print", functools.partial(handout_of, "html"), f"{name}-handout.html",
@@ -308,13 +311,13 @@ def _annotate(debate_id: str, turn_id: str, k: int) -> None:
     """Store the turn's annotation under the session's annotator: a codebook tag picked, or (with
     codebook.NEW_TAG picked) the new tag named in `new_tag_{k}`, which joins the codebook in a colour
     no tag has yet; a new name the codebook already holds is refused (`codebook.turn_tag`)."""
-    names = [t["name"] for t in open_store().tags()]
+    names = [t["name"] for t in core_codebook.tags(open_store())]
     tag, problem = codebook.turn_tag(st.session_state.get(f"tag_{k}"), st.session_state.get(f"new_tag_{k}"), names)
     if problem:
         st.session_state["annotate_error"] = (k, problem)
         return
     try:
-        open_store().annotate(debate_id, turn_id, tag, st.session_state.get(f"note_{k}") or "",
+        core_codebook.annotate(open_store(), debate_id, turn_id, tag, st.session_state.get(f"note_{k}") or "",
                               annotator=codebook.annotator())
     except ValueError as exc:  # a tag name the codebook refuses (too long)
         st.session_state["annotate_error"] = (k, str(exc))
@@ -326,7 +329,7 @@ def _annotate(debate_id: str, turn_id: str, k: int) -> None:
 
 def _unannotate(turn_id: str, annotation_id: int) -> None:
     """Delete one annotation (a button's callback: the codebook's counts, drawn after, follow)."""
-    open_store().delete_annotation(annotation_id, turn_id=turn_id)
+    core_codebook.delete_annotation(open_store(), annotation_id, turn_id=turn_id)
 
 
 def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: int,
@@ -334,7 +337,7 @@ def _turn_tools(record: dict, notes: dict[str, list[dict]], turn: TurnView, k: i
     """Tags on the turn (chips in their codebook colour, each with a button that deletes that one
     annotation), the annotate row (a codebook tag, or "➕ New tag…" and its name: it joins the codebook) and
     the fork button."""
-    tags = open_store().tags() if tags is None else tags
+    tags = core_codebook.tags(open_store()) if tags is None else tags
     colours = codebook.colour_map(tags)
     # Each control's name is its own (transcript.TRANSCRIPT_CSS hides the words that make it so from the
     # eye, never from a screen reader): "Delete annotation 2 on turn 3 (tag)", "Annotate turn 3".

@@ -14,7 +14,7 @@ Keys: the `codebook` expander with `annotator`, `codebook_counts`, `codebook_new
 `tag_filter`, `model_filter`, `outcome_filter`, `correctness_filter`.
 
 What it must not do: render a tag name or any user or model text as HTML (chips are Streamlit
-markdown badges with the name escaped), write to the store except through its codebook methods,
+markdown badges with the name escaped), write to the store except through mad_core.codebook,
 or compute correctness itself (the store's `debate_correctness` reads answers by their type).
 """
 from __future__ import annotations
@@ -23,15 +23,16 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from mad_core.store import CORRECTNESS, OUTCOMES, TAG_COLOURS, free_tag_colour, tag_name
+from mad_core import codebook, exports
+from mad_core.codebook import TAG_COLOURS, free_tag_colour, tag_name
+from mad_core.store import CORRECTNESS, OUTCOMES, models_used
 
-from .common import OPEN_DEBATE, id8, md_escape, open_store
+from .common import ANNOTATOR_KEPT, OPEN_DEBATE, id8, md_escape, open_store
 
 # The emoji that says a palette colour in plain text (the picker, the list of tags).
 COLOUR_MARKS = {"blue": "🔵", "green": "🟢", "orange": "🟠", "red": "🔴", "violet": "🟣", "gray": "⚫",
                 "yellow": "🟡"}
 ANNOTATOR = "annotator"  # widget key; its value is kept under ANNOTATOR_KEPT (see `keep_annotator`)
-ANNOTATOR_KEPT = "annotator_name"
 MESSAGE = "codebook_message_state"  # (kind, text) shown once after a codebook action
 COLOUR_SHOWN_FOR = "codebook_colour_for"  # the picked tag whose colour the colour box was last given
 NEW_COLOUR_SUGGESTED = "codebook_new_colour_for"  # the free colour the new tag's colour box was last given
@@ -57,7 +58,7 @@ def chip(name: str, colours: dict[str, str]) -> str:
 
 def colour_map(tags: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """Lower-cased tag name -> colour, from the codebook."""
-    tags = open_store().tags() if tags is None else tags
+    tags = codebook.tags(open_store()) if tags is None else tags
     return {t["name"].lower(): t["colour"] for t in tags}
 
 
@@ -179,11 +180,11 @@ def _guarded(action: Callable[[], Any], success: Callable[[Any], str]) -> None:
 
 def _add() -> None:
     name, colour = st.session_state.get("codebook_new") or "", st.session_state.get("codebook_new_colour")
-    before = {t["name"].lower() for t in open_store().tags()}
+    before = {t["name"].lower() for t in codebook.tags(open_store())}
     if " ".join(name.split()).lower() in before:
         _say("error", f"new tag: the codebook already has {' '.join(name.split())!r}")
         return
-    _guarded(lambda: open_store().add_tag(name, colour), lambda added: f"Added {added!r} to the codebook.")
+    _guarded(lambda: codebook.add_tag(open_store(), name, colour), lambda added: f"Added {added!r} to the codebook.")
     if st.session_state[MESSAGE][0] == "success":
         st.session_state["codebook_new"] = ""
         st.session_state.pop("codebook_new_colour", None)  # the next new tag is offered the next free colour
@@ -195,7 +196,8 @@ def _rename() -> None:
         _say("error", "tag: pick the tag to rename")
         return
     # The message names only the new name: after a rename the old one is shown nowhere.
-    _guarded(lambda: open_store().rename_tag(old, new), lambda renamed: f"Renamed the tag to {renamed!r} everywhere.")
+    _guarded(lambda: codebook.rename_tag(open_store(), old, new),
+             lambda renamed: f"Renamed the tag to {renamed!r} everywhere.")
     if st.session_state[MESSAGE][0] == "success":
         renamed = " ".join(new.split())
         st.session_state["codebook_tag"] = renamed
@@ -212,7 +214,7 @@ def _recolour() -> None:
     if not colour:
         _say("error", "colour: pick the colour to give it")
         return
-    _guarded(lambda: open_store().set_tag_colour(name, colour), lambda _: f"{name!r} is now {colour}.")
+    _guarded(lambda: codebook.set_tag_colour(open_store(), name, colour), lambda _: f"{name!r} is now {colour}.")
 
 
 def _delete() -> None:
@@ -220,7 +222,7 @@ def _delete() -> None:
     if not name:
         _say("error", "tag: pick the tag to delete")
         return
-    _guarded(lambda: open_store().delete_tag(name), lambda _: f"Deleted {name!r} from the codebook.")
+    _guarded(lambda: codebook.delete_tag(open_store(), name), lambda _: f"Deleted {name!r} from the codebook.")
     if st.session_state[MESSAGE][0] == "success":
         st.session_state["codebook_tag"] = None
     elif " annotation" in st.session_state[MESSAGE][1]:  # where those annotations can be deleted
@@ -254,7 +256,7 @@ def render_codebook(opened: str | None = None) -> None:
     """The Codebook expander: who annotates, every tag with its counts, the changes, the CSV downloads."""
     keep_annotator()
     store = open_store()
-    tags = store.tags()
+    tags = codebook.tags(store)
     colours = colour_map(tags)
     names = [t["name"] for t in tags]
     if st.session_state.get("codebook_tag") not in names:
@@ -296,11 +298,11 @@ def render_downloads(opened: str | None) -> None:
     """The annotation CSVs: the whole archive, and the opened debate's (formula-safe cells)."""
     store = open_store()
     archive_col, open_col = st.columns(2)
-    archive_col.download_button("Annotations of the archive (CSV)", store.annotations_csv(),
+    archive_col.download_button("Annotations of the archive (CSV)", exports.annotations_csv(store),
                                 file_name="annotations.csv", mime="text/csv", key="export_annotations",
                                 on_click="ignore", width="stretch")
     if opened and store.get_debate(opened) is not None:
-        open_col.download_button(f"Annotations of debate {id8(opened)} (CSV)", store.annotations_csv(opened),
+        open_col.download_button(f"Annotations of debate {id8(opened)} (CSV)", exports.annotations_csv(store, opened),
                                  file_name=f"annotations-{id8(opened)}.csv", mime="text/csv",
                                  key="export_annotations_open", on_click="ignore", width="stretch")
 
@@ -309,7 +311,7 @@ def render_downloads(opened: str | None) -> None:
 def render_filters() -> dict[str, str | None]:
     """The reading room's filters of the debate list: {tag, model, outcome, correctness} (None: any)."""
     store = open_store()
-    tags, models = [t["name"] for t in store.tags()], store.models_used()
+    tags, models = [t["name"] for t in codebook.tags(store)], models_used(store)
     for key, options in (("tag_filter", tags), ("model_filter", models)):
         if st.session_state.get(key) not in options:  # renamed or deleted meanwhile
             st.session_state[key] = None

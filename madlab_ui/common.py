@@ -15,7 +15,7 @@ import streamlit as st
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not stall on the network
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from mad_core.store import Store  # noqa: E402
+from mad_core.store import Store, mark_dead_interrupted  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEBATE_PAGE = "app.py"
@@ -40,6 +40,7 @@ DEBATE_ID = "debate_id"  # the debate this browser session watches on the Debate
 FORK_REQUEST = "fork_request"  # {"parent_id", "seq", "turn_index", "config"} set by the Transcripts page
 OPEN_DEBATE = "open_debate"  # the debate opened on the Transcripts page
 POLL_VOTER = "poll_me"  # the name this session predicted under on the Poll page (kept across reloads)
+ANNOTATOR_KEPT = "annotator_name"  # the reading room's annotator name (madlab_ui.codebook; kept across reloads)
 OWNER_ID = "owner_id"  # the session's owner id, also its token in the URL (madlab_ui.session_memory)
 
 
@@ -71,8 +72,11 @@ def owner_id() -> str:
 
 
 def open_store() -> Store:
-    """A Store for the current thread (SQLite connections must not cross threads)."""
-    return Store()
+    """A Store for the current thread (SQLite connections must not cross threads); running debates whose
+    owner is gone are marked interrupted first, so every page shows how they stand."""
+    store = Store()
+    mark_dead_interrupted(store)
+    return store
 
 
 def agent_style(label: str, labels: list[str]) -> tuple[str, str, str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mad_core.engine import phase_of
+from mad_core.controller import phase_of
 from mad_core.view import DebateView
 
 PHASES = ("personas", "discussion", "summary", "extraction", "voting", "judge", "challenge")

@@ -47,29 +47,25 @@ import streamlit as st
 
 from mad_core import live
 from mad_core.config import ConfigError
-from mad_core.engine import Activity
 from mad_core.live import LiveDebate
 from mad_core.store import RESUMABLE_STATUSES, ResumeRefused
 
 from . import access
 from .common import DEBATE_ID, DEBATE_PAGE, md_escape, model_markdown, owner_id
 from .live_page import SESSION_KEY, LivePage, refresh_interval
+from .steering_words import steering_line
 
 NOTICE = "steer_notice_sent"  # session key: (kind, text, time.monotonic() when sent) of the last message
 NOTICE_KEY = "steer_notice"  # the notice's container
 NOTICE_S = 10.0  # seconds the answer to a message stays under the steering line
 RESUME_ERROR = "resume_error"
 STEERING_KEY = "steering_status"
-STOPPING = "stopping: the current turn is cut, and no further turn starts"  # engine: stop cuts at the next piece
-PAUSED = "paused: nothing more is generated until Resume"  # engine: a paused stream waits before its next piece
 # Our own static CSS (no user or model text): a compact notice, so at 1280x720 the message box stays
 # in view below it.
 NOTICE_CSS = """<style>
 .st-key-steer_notice [data-testid="stAlertContainer"] { padding: 0.4rem 0.75rem; }
 .st-key-steer_notice [data-testid="stMarkdownContainer"] p { font-size: 0.875rem; line-height: 1.4; }
 </style>"""
-_CALLS = {"voting": "collecting {n} votes", "extraction": "extracting {n} answers", "judge": "asking the judge",
-          "summary": "summarizing", "challenge": "asking {n} agents to accept or challenge the answer"}
 
 
 def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
@@ -90,54 +86,6 @@ def resume_button(store, debate_id: str, status: str, where, key: str) -> None:
     error = st.session_state.get(RESUME_ERROR)
     if error and error[0] == debate_id:
         st.error(model_markdown(error[1]))  # it may quote the configuration's text: no image, no math
-
-
-# ----- what the debate is doing, in words ------------------------------------------------------------
-def _step(activity: Activity) -> str:
-    """The calls under way: "collecting 3 votes (1/3)", "discussion (0/1)"."""
-    n = activity.expected
-    what = _CALLS.get(activity.phase, activity.phase).format(n=n)
-    return f"{what} ({activity.received}/{n})" if n else what
-
-
-def _deciding(activity: Activity) -> str:
-    if activity.deciding or activity.phase in ("voting", "extraction", "judge"):
-        return f"deciding: {_step(activity)}"
-    if activity.phase == "ended":
-        return "deciding"
-    return "decision requested: the turn under way finishes, then the protocol decides"
-
-
-def steering_line(debate: LiveDebate | None) -> str:
-    """The steering state, read from the controller now: the state asked for and what it waits for."""
-    if debate is None:
-        return ""
-    controller = debate.controller
-    if debate.done:
-        return f"Debate {debate.status}."
-    if controller.stopped:
-        return STOPPING.capitalize()
-    activity = controller.activity
-    parts = []
-    if controller.paused:
-        parts.append(PAUSED)
-    if controller.force_requested:
-        parts.append(_deciding(activity))
-    if not parts:
-        parts.append("running")  # what it is doing: the progress bar (refreshed with the live page)
-    line = " · ".join(parts)
-    return line[:1].upper() + line[1:]
-
-
-def steering_note(debate: LiveDebate | None) -> str | None:
-    """What a steering request waits for (stop, force decision), or None: for the status line."""
-    if debate is None or debate.done:
-        return None
-    if debate.controller.stopped:
-        return STOPPING
-    if debate.controller.force_requested:
-        return _deciding(debate.controller.activity)
-    return None
 
 
 def control_state(debate: LiveDebate | None) -> tuple:

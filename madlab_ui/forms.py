@@ -54,7 +54,7 @@ from mad_core.presets import load_presets
 from mad_core.tasks.answer_types import reads_as_number
 
 from .common import DEBATE_ID, FORK_REQUEST, id8, md_escape, model_markdown, open_store, owner_id
-from .session_memory import KEPT
+from .session_memory import KEPT, remember_keys
 
 MAX_AGENTS = 12  # seed 003 runs 10 agents
 # Every field keeps its value while another page is shown (Streamlit 1.67's `persist_state`): see keep_form_state.
@@ -143,6 +143,15 @@ def form_defaults() -> dict[str, Any]:
         for name, pattern in AGENT_KEYS.items():
             state[pattern.format(i=i)] = _agent_defaults(i)[name]
     return state
+
+
+def remembered_form_keys() -> list[str]:
+    """The form's session keys a reload brings back: every field, and the fields a preset or fork set
+    that the form does not show."""
+    return [*form_defaults(), FORM_EXTRA]
+
+
+remember_keys(remembered_form_keys)  # the form owns these keys: session_memory keeps what is registered
 
 
 def keep_form_state() -> None:
@@ -469,7 +478,7 @@ def start_debate() -> None:
         if fork:
             debate = live.start_fork(fork["parent_id"], fork["seq"], open_store(), config, owner=owner_id())
         else:
-            debate = live.start(config, store=open_store().path, owner=owner_id())
+            debate = live.start(config, store=open_store(), owner=owner_id())
     except ConfigError as exc:  # e.g. a fork's config that its parent cannot take
         show_errors([(widget_for(exc.field), exc.field, exc.message)])
         return
@@ -632,6 +641,13 @@ def _render_fields() -> None:
                       "solution), the answer type and the player names, and selects seed 001's per-player debate.")
     error_slot("kks_players")
 
+    _render_agents()
+    _render_discussion()
+    _render_decision()
+
+
+def _render_agents() -> None:
+    """The form's Agents section: how many, each agent's fields, the replies' length."""
     st.subheader("Agents")
     n = st.number_input(LABELS["n_agents"], step=1, key="n_agents", persist_state=PERSIST)
     error_slot("n_agents")
@@ -644,6 +660,9 @@ def _render_fields() -> None:
         _render_agent(i)
     _number("max_tokens", step=16)
 
+
+def _render_discussion() -> None:
+    """The form's Discussion section: how the agents talk, for how many rounds."""
     st.subheader("Discussion")
     _choice("paradigm", "paradigm")
     _choice("response_generator", "response_generator")
@@ -669,6 +688,9 @@ def _render_fields() -> None:
     for key in ("confidence", "confidence_visible", "challenge"):
         st.checkbox(LABELS[key], key=key, persist_state=PERSIST)
 
+
+def _render_decision() -> None:
+    """The form's Decision section: the protocol and its settings."""
     st.subheader("Decision")
     _choice("protocol", "protocol")
     left, right = st.columns(2)

@@ -4,8 +4,8 @@ server-side under it, so a reload or a second tab shows what the first showed.
 Streamlit forgets `st.session_state` when the browser reloads (a reload is a new session). So every
 page keeps `?session=<token>` in its URL; the token is the session's owner id (`common.owner_id`),
 so a reloaded tab still owns the debates it started. The Debate page adds `debate=<id>` while it
-watches a debate. The form's values (every key of `forms.form_defaults()`, `forms.FORM_EXTRA`, a
-pending fork), the watched debate's id and the name a student predicted under on the Poll page are kept in this server process under the token: a dict
+watches a debate. The form's values (every key the form registers with `remember_keys`: its fields and
+`forms.FORM_EXTRA`; a pending fork), the watched debate's id and the name a student predicted under on the Poll page are kept in this server process under the token: a dict
 behind a lock (the Streamlit server is one long-lived process; sessions run in their own threads).
 A new session that arrives with a token gets them back before any widget is drawn. The session keeps its
 own copy too (`KEPT`, a plain key): `forms.keep_form_state` takes a field Streamlit dropped on a page switch
@@ -27,12 +27,13 @@ import re
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import streamlit as st
 
 from . import access
-from .common import DEBATE_ID, FORK_REQUEST, OWNER_ID, POLL_VOTER
+from .common import ANNOTATOR_KEPT, DEBATE_ID, FORK_REQUEST, OWNER_ID, POLL_VOTER
 
 TOKEN_PARAM = "session"  # URL parameter: the session token (= owner id)
 DEBATE_PARAM = "debate"  # URL parameter: the debate the Debate page watches
@@ -67,12 +68,23 @@ class Memory:
 MEMORY = Memory()
 
 
-def remembered_keys() -> list[str]:
-    """The session-state keys a reload brings back."""
-    from .codebook import ANNOTATOR_KEPT  # the reading room's annotator name
-    from .forms import FORM_EXTRA, form_defaults
+# The keys shared between pages (named in `common`) are kept here; a module that owns more keys
+# registers them when it is imported (`remember_keys`: the form's fields, `forms`), so this module
+# imports none of its owners (no import circle). `page.page_setup` imports the form.
+_SHARED_KEYS = (FORK_REQUEST, DEBATE_ID, POLL_VOTER, ANNOTATOR_KEPT)
+_key_sources: list[Callable[[], Iterable[str]]] = []
 
-    return [*form_defaults(), FORM_EXTRA, FORK_REQUEST, DEBATE_ID, POLL_VOTER, ANNOTATOR_KEPT]
+
+def remember_keys(source: Callable[[], Iterable[str]]) -> None:
+    """Register `source`: it gives session-state keys its module owns that a reload brings back (asked
+    on every `remember`, so the keys may change). Registering the same source again changes nothing."""
+    if source not in _key_sources:
+        _key_sources.append(source)
+
+
+def remembered_keys() -> list[str]:
+    """The session-state keys a reload brings back: the registered owners' keys, then the shared ones."""
+    return [*(key for source in _key_sources for key in source()), *_SHARED_KEYS]
 
 
 def valid_token(value: Any) -> bool:

@@ -27,6 +27,7 @@ from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from . import access
 from .common import MODERATOR_AVATAR, agent_style, md_escape, model_markdown, plain_markdown, short
+from .steering_words import steering_note  # the controls' steering words (a leaf: no circle)
 
 TurnExtras = Callable[[TurnView, int], None]
 STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "finished": "✅", "stopped": "⏹️",
@@ -108,8 +109,6 @@ def round_words(rnd: int, rounds, cap) -> str:
 
 
 def render_status(view: DebateView, debate=None) -> None:
-    from .controls import steering_note  # the steering words are the controls' own
-
     word = status_word(view, debate)
     rounds = [t.round for t in view.turns if t.kind in DISCUSSION_KINDS]
     parts = [f"{STATUS_ICONS.get(word, '')} Status: **{word}**"]

@@ -22,6 +22,7 @@ import functools
 import streamlit as st
 
 from mad_core import figures, handout
+from mad_core.store import list_debates
 from mad_core.view import DebateView
 from madlab_ui import codebook, compare, plots, transcript
 from madlab_ui.common import MODERATOR_AVATAR, agent_style, id8, md_escape, model_markdown, open_store, short
@@ -32,7 +33,7 @@ OVERVIEW, SIDE_BY_SIDE = "Overview", "Side by side"
 page_setup("Compare")
 st.title("Compare debates")
 store = open_store()
-debates = {row["id"]: row for row in store.list_debates()}
+debates = {row["id"]: row for row in list_debates(store)}
 
 
 def label(debate_id: str) -> str:

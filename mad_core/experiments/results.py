@@ -26,7 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..store import Store, csv_safe
+from ..exports import csv_safe
+from ..store import Store
 from . import storage
 
 

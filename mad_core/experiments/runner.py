@@ -12,7 +12,7 @@ Resume: running an experiment again continues where it stopped. Debates that fin
 are never run again (a failed debate is a result: it counts as failed). A debate interrupted
 mid-way (stopped, or its process died) is RESUMED, not rerun: the engine replays its schedule
 over the stored turns without calling a model for them, and every call's sampling seed is
-derived from the debate's seed, agent, round and kind (`engine.call_seed`), so the
+derived from the debate's seed, agent, round and kind (`calls.call_seed`), so the
 continuation is what an uninterrupted debate would have asked, and no finished model work is
 thrown away. A planned debate whose row was never written starts fresh under its planned id.
 
@@ -164,8 +164,7 @@ class ExperimentRunner:
             self.started.set()
         concurrency = self.concurrency or experiment.concurrency
         if self.concurrency and self.concurrency != experiment.concurrency:
-            with self._store()._write():
-                self._store().db["experiments"].update(self.experiment_id, {"concurrency": concurrency})
+            storage.set_concurrency(self._store(), self.experiment_id, concurrency)
         self.status = "running"
         self._progress(None)
         try:
@@ -196,7 +195,10 @@ class ExperimentRunner:
         """Run (or resume) one planned debate, record how it ended, report progress."""
         if self.stopping:
             return
-        from ..engine import Controller, DebateEngine, prepare_resume
+        from ..controller import Controller
+        from ..engine import DebateEngine
+        from ..replay import Origin
+        from ..resume import prepare_resume
 
         store = self._store()
         controller = Controller()
@@ -211,8 +213,8 @@ class ExperimentRunner:
                 engine = prepare_resume(debate_id, store, controller)
             else:
                 debate_id = debate_id or uuid.uuid4().hex
-                engine = DebateEngine(run.debate_config(), controller=controller, store=store.path,
-                                      debate_id=debate_id)
+                engine = DebateEngine(run.debate_config(), controller=controller, store=store,
+                                      origin=Origin(debate_id=debate_id))
             storage.update_run(store, row["id"], status="running", debate_id=debate_id, **values)
             if self.stopping:
                 controller.stop()

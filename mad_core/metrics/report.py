@@ -69,14 +69,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..answers import decided_answer, extracted_answer, final_answer
-from ..challenge import PLANTED, challenged_answer
-from ..config import challenge_setting
+from ..challenge import PLANTED, challenge_setting, challenged_answer
 from ..events import DISCUSSION_KINDS
 from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer, shown_value
 from ..view import DebateView
+from . import cache
 from .answers import disagreement, entropy, log_likelihood, path_consistency
 from .decisions import judge_side_agreement, model_family
-from .outcomes import accuracy_smooth, accuracy_strict, auc, outcome_metrics
+from .outcomes import accuracy_smooth, accuracy_strict, outcome_metrics
 from .process import CORRECT, WRONG, answer_changes, initial_state, initial_states_by_player, transitions
 from .similarity import Embedder, _cosine, _package, answer_similarity, self_bleu_diversity
 
@@ -131,7 +131,7 @@ class MemoEmbedder:
         wanted = list(dict.fromkeys(t for t in texts if t not in self.vectors))
         if wanted and self.store is not None:
             hashes = {text_hash(t): t for t in wanted}
-            for digest, blob in self.store.cached_embeddings(self.name, list(hashes)).items():
+            for digest, blob in cache.cached_embeddings(self.store, self.name, list(hashes)).items():
                 vector = array.array("f")
                 vector.frombytes(blob)
                 self.vectors[hashes[digest]] = vector.tolist()
@@ -142,8 +142,8 @@ class MemoEmbedder:
             fresh = {t: [float(x) for x in v] for t, v in zip(wanted, made)}
             self.vectors.update(fresh)
             if self.store is not None:
-                self.store.save_embeddings(self.name, {text_hash(t): array.array("f", v).tobytes()
-                                                       for t, v in fresh.items()})
+                cache.save_embeddings(self.store, self.name, {text_hash(t): array.array("f", v).tobytes()
+                                                             for t, v in fresh.items()})
         return [self.vectors[t] for t in texts]
 
 
@@ -538,7 +538,7 @@ def _changes(keys: list[dict], displays: list[dict], by_round: dict, chosen: lis
     return out
 
 
-SEEN_KINDS = (*DISCUSSION_KINDS, "summary")  # turns an agent may be shown (engine.SEEN_KINDS)
+SEEN_KINDS = (*DISCUSSION_KINDS, "summary")  # turns an agent may be shown (discussion.SEEN_KINDS)
 _MODERATOR_SAYS = "A human moderator says to you: "  # prompts.moderator_block's words
 _SNIPPET_CHARS = 80
 
@@ -714,7 +714,7 @@ def debate_report(store, debate_id: str, *, embed: Embedder | None = None) -> di
         raise LookupError(f"no debate with id {debate_id!r}")
     name = embedder_name(embed)
     stamp = report_stamp(debate, name)
-    cached = store.cached_report(debate_id, stamp)
+    cached = cache.cached_report(store, debate_id, stamp)
     if cached is not None:
         return cached
     memo = MemoEmbedder(embed, store)
@@ -727,7 +727,7 @@ def debate_report(store, debate_id: str, *, embed: Embedder | None = None) -> di
     # A running debate's last round may be incomplete: it is measured once it is over.
     rounds = complete_rounds(view) if view.status == "running" else None
     report = compute_report(view, embed=memo, embedder=name, rounds=rounds)
-    store.save_report(debate_id, stamp, report)
+    cache.save_report(store, debate_id, stamp, report)
     return report
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..protocols.counting import tally
+from ..protocols.rule import voting_rule
 from ._common import as_list, norm
 from .process import answer_changes
 
@@ -30,27 +31,21 @@ def answer_timeline(rounds: list[dict[str, str]]) -> dict:
     }
 
 
-_VOTE_UNITS = {
-    "simple_voting": "votes",
-    "approval_voting": "approvals",
-    "cumulative_voting": "points",
-    "ranked_voting": "rank points (MALLM: min(5, n) − position)",
-}
-
-
 def vote_breakdown(protocol: str, ballots: list, n_solutions: int) -> dict:
     """Per-solution totals of one vote, ready for a bar chart (seed 000 §3.2 protocols).
 
     Returns {"protocol", "unit", "labels" ("Solution 1", ...), "counts" (votes, approvals,
     points or rank points per solution), "winner", "tied", "valid", "invalid"}; ranked
     voting adds "rank_counts": rank_counts[s][p] ballots put solution s at position p.
-    Counting is `protocols.counting.tally`, which raises for an unknown protocol or a
-    malformed ballot (the ballot parser's job to prevent).
+    Counting is `protocols.counting.tally` with the protocol's voting rule (its `unit`, its
+    `chart` for what else is shown), which raises ValueError for a protocol that is no voting
+    rule or a malformed ballot (the ballot parser's job to prevent).
     """
-    result = tally(protocol, ballots, n_solutions)
+    rule = voting_rule(protocol)
+    result = tally(rule, ballots, n_solutions)
     breakdown = {
         "protocol": protocol,
-        "unit": _VOTE_UNITS.get(protocol, "votes"),
+        "unit": rule.unit,
         "labels": [f"Solution {i + 1}" for i in range(n_solutions)],
         "counts": result.scores,
         "winner": result.winner,
@@ -58,10 +53,5 @@ def vote_breakdown(protocol: str, ballots: list, n_solutions: int) -> dict:
         "valid": result.valid,
         "invalid": result.invalid,
     }
-    if protocol == "ranked_voting":
-        rank_counts = [[0] * n_solutions for _ in range(n_solutions)]
-        for ballot in ballots:
-            for position, solution in enumerate(ballot or []):
-                rank_counts[solution][position] += 1
-        breakdown["rank_counts"] = rank_counts
+    breakdown.update(rule.chart(ballots, n_solutions))
     return breakdown

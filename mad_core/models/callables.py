@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 
-from mad_core.models import Request, current_cancellation, stream_text
+from mad_core.models.provider_kit import Request, current_cancellation, stream_text
 
 _functions: dict[str, Callable[[list[dict]], str]] = {}
 _lock = threading.Lock()

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from mad_core.models import Request, _missing_package, current_cancellation
+from mad_core.models.provider_kit import Request, current_cancellation, missing_package
 
 DEFAULT_MAX_NEW_TOKENS = 512
 
@@ -68,7 +68,7 @@ def check(name: str) -> str | None:
             f"Unknown Hugging Face model {name!r}: use a registered alias ({known}) or an absolute "
             f"path to a checkpoint directory with a config.json, e.g. hf//models/my-model."
         )
-    return _missing_package("transformers", "transformers")
+    return missing_package("transformers", "transformers")
 
 
 def _load(path: str) -> tuple[Any, Any, threading.Lock]:

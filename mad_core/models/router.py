@@ -191,14 +191,14 @@ def describe(group: str) -> str:
 
 def _router():
     """The process-wide ``litellm.Router`` for the file in use (rebuilt when the file changes)."""
-    from mad_core.models import _litellm
+    from mad_core.models.loader import load_litellm
 
     state = _state()
     if state["spec"] is None:
         raise RouterFileError(state["problem"] or "no router file")
     with _lock:
         if _cache["router"] is None or _cache["stamp"] != state["stamp"]:
-            litellm = _litellm()
+            litellm = load_litellm()
             settings = state["spec"]["settings"]
             _cache["router"] = litellm.Router(
                 model_list=copy.deepcopy(state["spec"]["model_list"]),  # the Router pops from its entries
@@ -219,11 +219,11 @@ def _unavailable(group: str, seconds: float, reason: str):
     """A transient error asking call_model to wait ``seconds`` (Retry-After), e.g. all endpoints cooling down."""
     import httpx
 
-    from mad_core.models import _litellm
+    from mad_core.models.loader import load_litellm
 
     response = httpx.Response(503, headers={"Retry-After": f"{seconds:g}"},
                               request=httpx.Request("POST", "http://router.invalid/"))
-    return _litellm().ServiceUnavailableError(message=reason, model=group, llm_provider="router", response=response)
+    return load_litellm().ServiceUnavailableError(message=reason, model=group, llm_provider="router", response=response)
 
 
 def completion_for(model: str) -> Callable[..., Any] | None:
@@ -237,7 +237,7 @@ def completion_for(model: str) -> Callable[..., Any] | None:
         return None
 
     def complete(**kwargs):
-        from mad_core.models import _transient_types
+        from mad_core.models.errors import transient_types
 
         router = _router()
         kwargs["metadata"] = dict(kwargs.get("metadata") or {})  # the Router writes into it: a fresh one per attempt
@@ -249,7 +249,7 @@ def completion_for(model: str) -> Callable[..., Any] | None:
                 raise _unavailable(model, cooldown, f"every endpoint of router group {model!r} failed "
                                                     f"recently and is cooling down for {cooldown:g} s") from None
             failed = getattr(exc, "failed_deployment_id", None)
-            if failed and isinstance(exc, _transient_types()) and _group_size(router, model) > 1:
+            if failed and isinstance(exc, transient_types()) and _group_size(router, model) > 1:
                 router.cooldown_cache.add_deployment_to_cooldown(
                     model_id=str(failed), original_exception=exc,
                     exception_status=int(getattr(exc, "status_code", 503) or 503), cooldown_time=cooldown)

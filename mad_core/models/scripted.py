@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mad_core.models import Cancellation, Request, current_cancellation, stream_text
+from mad_core.models.provider_kit import Cancellation, Request, current_cancellation, stream_text
 
 FAULTS = ("exception", "timeout", "rate_limit", "unavailable", "server_error", "empty", "junk", "hang", "stall")
 _ERRORS = ("exception", "timeout", "rate_limit", "unavailable", "server_error")

@@ -1,6 +1,11 @@
 """Turn a model's voting reply into a ballot that `counting.tally` accepts, and read the
 discriminative judge's verdict (pure).
 
+Each voting rule reads its own ballots (`read_text`, `read_json` in its file: simple_voting.py,
+...) with the pieces here (`named_numbers`, `distinct`, `allocation_pairs`, `ok`, `bad`, ...);
+`parse_ballot` finds the rule by the protocol's name (`rule.ballot_rule`) and keeps the
+contract below for all of them.
+
 Prompts number solutions from 1 ("Solution 1", "Solution 2", ...); ballots use 0-based
 indices. The parsers accept the ways real models answer ("I vote for Solution 2.", "**2**",
 "1 > 3 > 2", a JSON object inside a code fence, ...) but never guess: a reply that could be
@@ -48,28 +53,21 @@ import math
 import re
 import reprlib
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..answers import json_reply, never_raises
 from .counting import CUMULATIVE_POINTS
+from .rule import Ballot, ballot_protocols, ballot_rule  # Ballot: also imported from here
 
 
-@dataclass
-class Ballot:
-    """A parsed ballot: `value` is what `tally` expects (0-based), or None when invalid."""
-
-    value: Any
-    valid: bool
-    reason: str | None = None
-
-
-def _ok(value: Any) -> Ballot:
+def ok(value: Any) -> Ballot:
+    """A valid ballot of `value` (0-based)."""
     return Ballot(value=value, valid=True, reason=None)
 
 
-def _bad(reason: str) -> Ballot:
+def bad(reason: str) -> Ballot:
+    """An invalid ballot, and why."""
     return Ballot(value=None, valid=False, reason=reason)
 
 
@@ -89,7 +87,7 @@ def _short(value: Any) -> str:
     return _SHORT.repr(value)
 
 
-def _listing(numbers: list[int], most: int = 10) -> str:
+def listing(numbers: list[int], most: int = 10) -> str:
     """"1, 3" -- or the first `most` numbers and how many there are in all."""
     shown = ", ".join(str(n) for n in numbers[:most])
     return shown if len(numbers) <= most else f"{shown}, ... ({len(numbers)} in all)"
@@ -125,7 +123,7 @@ def _without_thinking(text: str) -> str:
     return "".join(kept)
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
     """Drop reasoning blocks (<think>...</think>) and markdown bold/code characters."""
     return _MARKDOWN.sub("", _without_thinking(text or ""))
 
@@ -139,7 +137,7 @@ def _number(digits: str, written: Any) -> int:
     return int(digits)
 
 
-def _mentioned_numbers(text: str) -> list[int]:
+def mentioned_numbers(text: str) -> list[int]:
     """Solution numbers in order of mention (see the module's reading rule)."""
     named = _NAMED.findall(text)
     if named:
@@ -150,57 +148,47 @@ def _mentioned_numbers(text: str) -> list[int]:
     return list(map(value.__getitem__, tokens))
 
 
-def _out_of_range(numbers: list[int], n_solutions: int) -> str | None:
+def out_of_range(numbers: list[int], n_solutions: int) -> str | None:
     for number in numbers:
         if not 1 <= number <= n_solutions:
             return f"solution {number} does not exist (there are {n_solutions})"
     return None
 
 
-def _first_seen(numbers: list[int]) -> list[int]:
+def first_seen(numbers: list[int]) -> list[int]:
     return list(dict.fromkeys(numbers))
 
 
-# --- one parser per ballot kind ----------------------------------------------------------
-
-def _parse_simple(text: str, n_solutions: int, points: int) -> Ballot:
-    numbers = _first_seen(_mentioned_numbers(_clean(text)))
-    if not numbers:
-        return _bad("no solution number found")
-    if len(numbers) > 1:
-        return _bad(f"ambiguous vote: the reply names several solutions ({_listing(numbers)})")
-    problem = _out_of_range(numbers, n_solutions)
-    return _bad(problem) if problem else _ok(numbers[0] - 1)
-
-
-def _parse_approval(text: str, n_solutions: int, points: int) -> Ballot:
-    numbers = _first_seen(_mentioned_numbers(_clean(text)))
-    if not numbers:
-        return _bad("no solution number found")
-    problem = _out_of_range(numbers, n_solutions)
-    return _bad(problem) if problem else _ok([n - 1 for n in numbers])
-
+# --- the pieces the rules read their ballots with (simple_voting.py, ...) ---------------------
 
 def _repeated(numbers: list[int]) -> int | None:
     """The first number that `numbers` holds more than once, or None."""
     times = Counter(numbers)
-    return next((n for n in _first_seen(numbers) if times[n] > 1), None)
+    return next((n for n in first_seen(numbers) if times[n] > 1), None)
 
 
-def _distinct(numbers: list[int], n_solutions: int, none: str, verb: str) -> Ballot:
+def distinct(numbers: list[int], n_solutions: int, none: str, verb: str) -> Ballot:
     """A ballot of solution numbers, each named once, in order (a ranking, JSON approvals);
     `none` is the reason when there are none, `verb` says what a repeated number is."""
     if not numbers:
-        return _bad(none)
+        return bad(none)
     repeated = _repeated(numbers)
     if repeated is not None:
-        return _bad(f"solution {repeated} is {verb} more than once")
-    problem = _out_of_range(numbers, n_solutions)
-    return _bad(problem) if problem else _ok([n - 1 for n in numbers])
+        return bad(f"solution {repeated} is {verb} more than once")
+    problem = out_of_range(numbers, n_solutions)
+    return bad(problem) if problem else ok([n - 1 for n in numbers])
 
 
-def _parse_ranked(text: str, n_solutions: int, points: int) -> Ballot:
-    return _distinct(_mentioned_numbers(_clean(text)), n_solutions, "no ranking found", "ranked")
+def one_solution(value: Any, n_solutions: int) -> Ballot:
+    """The ballot of the one solution number `value` writes (2, "2", "Solution 2")."""
+    number = as_solution_number(value)
+    problem = out_of_range([number], n_solutions)
+    return bad(problem) if problem else ok(number - 1)
+
+
+def named_numbers(text: str) -> list[int]:
+    """The solution numbers a reply names, in order of mention, each once (`mentioned_numbers`)."""
+    return first_seen(mentioned_numbers(clean(text)))
 
 
 # a "{...}" without braces inside that may be a JSON object: "{}" or opening with a key
@@ -231,21 +219,24 @@ def _json_pairs(text: str) -> list[tuple[str, Any]] | None:
     return None
 
 
-def _allocation_pairs(text: str) -> list[tuple[str, Any]]:
+def allocation_pairs(text: str) -> list[tuple[str, Any]]:
+    """(solution, points) pairs: those of the first JSON object in `text`, else every "2: 4",
+    "Solution 1 = 6", ... written in it."""
     pairs = _json_pairs(text)
     if pairs is not None:
         return pairs
     return _POINTS_PAIR.findall(text)
 
 
-def _as_solution_number(key: Any) -> int:
+def as_solution_number(key: Any) -> int:
+    """The solution number `key` writes ("2", "Solution 2", "#2"); not a ballot when none."""
     found = _SOLUTION_KEY.fullmatch(str(key))
     if found is None:
         raise _NotABallot(f"{_short(key)} is not a solution number")
     return _number(found.group(1), key)
 
 
-def _as_points(number: int, value: Any) -> int:
+def as_points(number: int, value: Any) -> int:
     """The whole, possibly negative, number of points `value` gives solution `number`."""
     given: int | float | None = None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -262,83 +253,17 @@ def _as_points(number: int, value: Any) -> int:
     return int(given)
 
 
-def _parse_cumulative(text: str, n_solutions: int, points: int) -> Ballot:
-    pairs = _allocation_pairs(_clean(text))
-    if not pairs:
-        return _bad("no points allocation found")
-    allocation: dict[int, int] = {}
-    for key, value in pairs:
-        number = _as_solution_number(key)
-        given = _as_points(number, value)
-        if given < 0:
-            return _bad(f"solution {number} is given negative points ({given})")
-        if number in allocation:
-            return _bad(f"solution {number} is given points more than once")
-        allocation[number] = given
-    problem = _out_of_range(list(allocation), n_solutions)
-    if problem:
-        return _bad(problem)
-    total = sum(allocation.values())
-    if total > points:
-        return _bad(f"points sum to {total}, more than the {points} allowed")
-    return _ok({number - 1: given for number, given in allocation.items()})
-
-
-# --- the JSON form (constrained output, protocols/schemas.py) --------------------------------
-
-def _json_numbers(value: Any, field: str) -> list[int]:
+def json_numbers(value: Any, field: str) -> list[int]:
     """The solution numbers of a JSON list (`field` names it in reasons)."""
     if not isinstance(value, list):
         raise _NotABallot(f'"{field}" must be a list of solution numbers, got {_short(value)}')
-    return [_as_solution_number(item) for item in value]
+    return [as_solution_number(item) for item in value]
 
 
-def _json_simple(value: Any, n_solutions: int, points: int) -> Ballot:
-    number = _as_solution_number(value)
-    problem = _out_of_range([number], n_solutions)
-    return _bad(problem) if problem else _ok(number - 1)
-
-
-def _json_approval(value: Any, n_solutions: int, points: int) -> Ballot:
-    return _distinct(_json_numbers(value, "approved"), n_solutions, "no solution approved", "approved")
-
-
-def _json_ranked(value: Any, n_solutions: int, points: int) -> Ballot:
-    return _distinct(_json_numbers(value, "ranking"), n_solutions, "no ranking found", "ranked")
-
-
-# protocol -> (the key of its JSON ballot, its reader). A cumulative ballot's JSON form is
-# the points mapping itself, which its text reader reads first.
-_JSON_BALLOTS: dict[str, tuple[str, Callable[[Any, int, int], Ballot]]] = {
-    "simple_voting": ("vote", _json_simple),
-    "judge": ("vote", _json_simple),
-    "approval_voting": ("approved", _json_approval),
-    "ranked_voting": ("ranking", _json_ranked),
-}
-
-
-def _parse_json(protocol: str, text: str, n_solutions: int, points: int) -> Ballot | None:
-    """The ballot of a reply in its JSON form, or None when the reply is not in it."""
-    key, reader = _JSON_BALLOTS.get(protocol, (None, None))
-    if reader is None:
-        return None
-    reply = json_reply(text)
-    if reply is None or key not in reply:
-        return None
-    return reader(reply[key], n_solutions, points)
-
-
-_PARSERS: dict[str, Callable[[str, int, int], Ballot]] = {
-    "simple_voting": _parse_simple,
-    "approval_voting": _parse_approval,
-    "ranked_voting": _parse_ranked,
-    "cumulative_voting": _parse_cumulative,
-    "judge": _parse_simple,  # a judge picking the best solution casts one simple vote
-}
-
+# --- reading a ballot ------------------------------------------------------------------------
 
 def _unreadable(error: Exception) -> Ballot:
-    return _bad(f"unreadable reply ({type(error).__name__})")
+    return bad(f"unreadable reply ({type(error).__name__})")
 
 
 @never_raises(_unreadable)
@@ -347,19 +272,25 @@ def parse_ballot(
 ) -> Ballot:
     """Parse a voting reply for `protocol` over `n_solutions` (numbered from 1 in the text).
 
-    `points` is the cumulative-voting budget; giving fewer points is allowed ("up to").
-    The JSON form is read first (see the module's docstring), the text as the fallback.
-    Never raises (see the module's contract): an unknown protocol is an invalid ballot too.
+    `protocol` names a registered protocol that asks for a ballot (a voting rule, or the judge's
+    pick of a solution: `rule.ballot_rule`), whose readers read it. `points` is the
+    cumulative-voting budget; giving fewer points is allowed ("up to"). The JSON form is read
+    first (see the module's docstring), the text as the fallback. Never raises (see the
+    module's contract): an unknown protocol is an invalid ballot too.
     """
-    parser = _PARSERS.get(protocol) if isinstance(protocol, str) else None
-    if parser is None:
-        return _bad(
-            f"no ballot format for protocol {_short(protocol)}; valid names: {', '.join(_PARSERS)}"
+    rule = ballot_rule(protocol)
+    if rule is None:
+        return bad(
+            f"no ballot format for protocol {_short(protocol)}; valid names: {', '.join(ballot_protocols())}"
         )
+    text = text or ""
     try:
-        return _parse_json(protocol, text or "", n_solutions, points) or parser(text or "", n_solutions, points)
+        reply = json_reply(text) if rule.json_key is not None else None
+        if reply is not None and rule.json_key in reply:
+            return rule.read_json(reply[rule.json_key], n_solutions, points)
+        return rule.read_text(text, n_solutions, points)
     except _NotABallot as problem:
-        return _bad(str(problem))
+        return bad(str(problem))
 
 
 # --- discriminative judge (seed 002) -----------------------------------------------------

@@ -11,24 +11,18 @@ than 66 %", its Appendix C "requires 50 %" / "66 % of the agents to agree"; we f
 authors' code (MALLM's ThresholdConsensus: agreeing / agents >= 0.5, 0.66, 1.0), so 2 of 4
 agents are a majority and 2 of 3 a supermajority.
 
-Solutions are 0-based indices here. Turning model text into ballots is done in `ballots`.
+Solutions are 0-based indices here. Turning model text into ballots is done in `ballots`. The
+points a ballot gives are its voting rule's `score` (one file per rule: simple_voting.py, ...),
+a consensus protocol's share its `fraction` (consensus.py); `tally` and `consensus_reached`
+find them by the protocol's name through the registry.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-VOTING_PROTOCOLS: tuple[str, ...] = (
-    "simple_voting",
-    "approval_voting",
-    "ranked_voting",
-    "cumulative_voting",
-)
-CONSENSUS_PROTOCOLS: tuple[str, ...] = (
-    "majority_consensus",
-    "supermajority_consensus",
-    "unanimity_consensus",
-)
+from .. import registry
+from .rule import VotingRule, voting_rule, voting_rules
 
 # Points each agent may spread in cumulative voting. Seed 000's prompt (Appendix E.2,
 # Figure 18) asks for 10 points; the prose of its §3.2 and Appendix F says 25. We follow
@@ -47,9 +41,10 @@ class TallyResult:
     invalid: int = 0
 
 
-# --- ballot validation -------------------------------------------------------------------
+# --- ballot validation, shared by the rules' `score` -----------------------------------------
 
-def _check_index(index: object, n_solutions: int, ballot: object) -> int:
+def check_index(index: object, n_solutions: int, ballot: object) -> int:
+    """`index` as a solution index of `ballot`; ValueError naming the ballot when it is none."""
     if isinstance(index, bool) or not isinstance(index, int):
         raise ValueError(f"ballot {ballot!r}: {index!r} is not a solution index (int)")
     if not 0 <= index < n_solutions:
@@ -59,89 +54,34 @@ def _check_index(index: object, n_solutions: int, ballot: object) -> int:
     return index
 
 
-def _check_sequence(ballot: object) -> None:
+def check_sequence(ballot: object) -> None:
+    """ValueError unless `ballot` is a list (or tuple) of solution indices."""
     if not isinstance(ballot, (list, tuple)):
         raise ValueError(f"ballot {ballot!r}: expected a list of solution indices")
 
 
-# --- one scoring function per voting protocol: ballot -> points per solution -------------
-
-def _simple_points(ballot: object, n_solutions: int) -> list[float]:
-    points = [0.0] * n_solutions
-    points[_check_index(ballot, n_solutions, ballot)] = 1.0
-    return points
-
-
-def _approval_points(ballot: object, n_solutions: int) -> list[float]:
-    _check_sequence(ballot)
-    points = [0.0] * n_solutions
-    for index in ballot:  # a repeated approval still counts once
-        points[_check_index(index, n_solutions, ballot)] = 1.0
-    return points
+def __getattr__(name: str) -> Any:
+    """VOTING_PROTOCOLS / CONSENSUS_PROTOCOLS: the names registered now (voting rules; protocols
+    with a consensus `fraction`), in the registry's order."""
+    if name == "VOTING_PROTOCOLS":
+        return tuple(voting_rules())
+    if name == "CONSENSUS_PROTOCOLS":
+        return tuple(_consensus_protocols())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-RANKED_DEPTH = 5  # seed 000 App. E.2 asks for "up to 5 rankings"; MALLM scores min(5, solutions) - position
+def _consensus_protocols() -> list[str]:
+    return [name for name in registry.names("protocol")
+            if isinstance(getattr(registry.get("protocol", name), "fraction", None), float)]
 
 
-def _ranked_points(ballot: object, n_solutions: int) -> list[float]:
-    """MALLM's ranked count: the solution at position p (0 = best) earns min(5, n_solutions) - p points,
-    unranked solutions nothing, positions past the fifth nothing (a partial ranking counts as given).
-
-    Seed 000 App. C says only "adding the ranking indices ... best cumulative rank", which leaves
-    partial rankings open; we follow MALLM's `RankedVoting.process_results` (the authors' code). So
-    the ballots [1, 2, 3] and [3] (1-based) give solution 1 three points and solution 3 one plus three: 3 wins."""
-    _check_sequence(ballot)
-    if len(set(ballot)) != len(ballot):
-        raise ValueError(f"ballot {ballot!r}: a solution is ranked more than once")
-    points = [0.0] * n_solutions
-    for position, index in enumerate(ballot):
-        points[_check_index(index, n_solutions, ballot)] = float(max(0, min(RANKED_DEPTH, n_solutions) - position))
-    return points
-
-
-def _cumulative_points(ballot: object, n_solutions: int) -> list[float]:
-    if not isinstance(ballot, dict):
-        raise ValueError(f"ballot {ballot!r}: expected a dict of solution index -> points")
-    points = [0.0] * n_solutions
-    for index, given in ballot.items():
-        _check_index(index, n_solutions, ballot)
-        if isinstance(given, bool) or not isinstance(given, int) or given < 0:
-            raise ValueError(f"ballot {ballot!r}: points must be non-negative ints, got {given!r}")
-        points[index] += given
-    return points
-
-
-_SCORERS: dict[str, Callable[[object, int], list[float]]] = {
-    "simple_voting": _simple_points,
-    "approval_voting": _approval_points,
-    "ranked_voting": _ranked_points,
-    "cumulative_voting": _cumulative_points,
-}
-
-_CONSENSUS_FRACTIONS: dict[str, float] = {
-    "majority_consensus": 0.5,
-    # 0.66, not 2/3: as in the paper and MALLM, 2 of 3 agents (0.6667) is a supermajority.
-    "supermajority_consensus": 0.66,
-    "unanimity_consensus": 1.0,
-}
-
-
-def _lookup(registry: dict, name: str, kind: str):
-    try:
-        return registry[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown {kind} protocol {name!r}; valid names: {', '.join(registry)}"
-        ) from None
-
-
-def tally(name: str, ballots: list, n_solutions: int) -> TallyResult:
-    """Count `ballots` under voting protocol `name` over `n_solutions` solutions.
+def tally(name: str | VotingRule, ballots: list, n_solutions: int) -> TallyResult:
+    """Count `ballots` under voting protocol `name` (a rule's name, or the rule) over `n_solutions` solutions.
 
     `None` entries are invalid ballots (counted, otherwise ignored). A malformed ballot
     raises ValueError: producing well-formed ballots is the parser's job.
     """
-    scorer = _lookup(_SCORERS, name, "voting")
+    scorer = voting_rule(name).score
     if n_solutions < 1:
         raise ValueError(f"n_solutions must be at least 1, got {n_solutions}")
     scores = [0.0] * n_solutions
@@ -163,13 +103,21 @@ def tally(name: str, ballots: list, n_solutions: int) -> TallyResult:
 
 
 def consensus_reached(name: str, agree: list[bool], threshold: float | None = None) -> bool:
-    """Whether the agreeing share of `agree` satisfies consensus protocol `name`.
+    """Whether the agreeing share of `agree` satisfies consensus protocol `name` (its `fraction`).
 
     The share must be at least the protocol's fraction (or `threshold` when given: MALLM's
     `>=`, see the module docstring); a fraction of 1.0 means every agent must agree. Entries that are not truthy
     (False, None) count as not agreeing. No votes at all is never a consensus.
     """
-    fraction = _lookup(_CONSENSUS_FRACTIONS, name, "consensus")
+    valid = _consensus_protocols()
+    if name not in valid:
+        raise ValueError(f"unknown consensus protocol {name!r}; valid names: {', '.join(valid)}")
+    return share_reached(agree, registry.get("protocol", name).fraction, threshold)
+
+
+def share_reached(agree: list[bool], fraction: float, threshold: float | None = None) -> bool:
+    """Whether the agreeing share of `agree` is at least `fraction`, or `threshold` when given
+    (see `consensus_reached`)."""
     if threshold is not None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie in 0..1, got {threshold}")

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import reply_max_tokens
+from .rule import ballot_rule
 
 AGREEMENT_REASON_CHARS = 100
 ANSWER_CHARS = 160
@@ -135,7 +136,7 @@ def portable(schema: Any) -> Any:
     return schema
 
 
-def _object(**properties: dict[str, Any]) -> dict[str, Any]:
+def closed_object(**properties: dict[str, Any]) -> dict[str, Any]:
     """A closed object: every property required, no other allowed."""
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
@@ -145,39 +146,35 @@ def _text(max_chars: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": max_chars}
 
 
+def solution_number(n_solutions: int) -> dict[str, Any]:
+    """One solution number, 1..n (as the prompts show them)."""
+    return {"type": "integer", "enum": list(range(1, n_solutions + 1))}
+
+
+def solution_numbers(n_solutions: int, least: int) -> dict[str, Any]:
+    """A list of at least `least` different solution numbers."""
+    return {"type": "array", "items": solution_number(n_solutions), "minItems": least, "maxItems": n_solutions,
+            "uniqueItems": True}
+
+
 def ballot_format(protocol: str, n_solutions: int, points: int) -> ReplyFormat | None:
-    """The ballot of a voting protocol over `n_solutions` (None for a protocol without one).
-
-    `points` is the cumulative-voting budget."""
-    numbers = list(range(1, n_solutions + 1))
-    number = {"type": "integer", "enum": numbers}
-
-    def numbers_list(least: int) -> dict[str, Any]:
-        return {"type": "array", "items": number, "minItems": least, "maxItems": n_solutions, "uniqueItems": True}
-
-    schemas = {
-        "simple_voting": lambda: _object(vote=number),
-        "judge": lambda: _object(vote=number),
-        "approval_voting": lambda: _object(approved=numbers_list(1)),
-        "ranked_voting": lambda: _object(ranking=numbers_list(1)),  # up to 5 count (seed 000 App. E.2, MALLM)
-        "cumulative_voting": lambda: _object(
-            **{str(n): {"type": "integer", "minimum": 0, "maximum": points} for n in numbers}),
-    }
-    if protocol not in schemas:
+    """The ballot of a protocol over `n_solutions`: its rule's `schema` (`rule.ballot_rule`; None
+    for a protocol without one). `points` is the cumulative-voting budget."""
+    rule = ballot_rule(protocol)
+    if rule is None:
         return None
-    name = "vote" if protocol == "judge" else protocol.replace("_voting", "_ballot")
-    return ReplyFormat("ballot", name, schemas[protocol](), n_solutions)
+    return ReplyFormat("ballot", rule.ballot_name, rule.schema(n_solutions, points), n_solutions)
 
 
 def agreement_format() -> ReplyFormat:
     """AGREE / DISAGREE with the answer put to the agent, and why (briefly)."""
     return ReplyFormat("agreement", "agreement",
-                       _object(agree={"type": "boolean"}, reason=_text(AGREEMENT_REASON_CHARS)))
+                       closed_object(agree={"type": "boolean"}, reason=_text(AGREEMENT_REASON_CHARS)))
 
 
 def extraction_format() -> ReplyFormat:
     """The bare final answer pulled out of a reply (seed 000 E.1)."""
-    return ReplyFormat("extraction", "final_answer", _object(answer=_text(ANSWER_CHARS)))
+    return ReplyFormat("extraction", "final_answer", closed_object(answer=_text(ANSWER_CHARS)))
 
 
 def verdict_format(labels: list[str], sided: bool = True) -> ReplyFormat:
@@ -191,7 +188,7 @@ def verdict_format(labels: list[str], sided: bool = True) -> ReplyFormat:
         named = {"side": {"type": "string", "enum": list(labels)}}
     else:
         named = {"participant": {"type": "string", "enum": [*labels, NO_PARTICIPANT]}}
-    return ReplyFormat("verdict", "judge_verdict", _object(
+    return ReplyFormat("verdict", "judge_verdict", closed_object(
         decision={"type": "string", "enum": list(JUDGE_DECISIONS)},
         **named,
         answer=_text(ANSWER_CHARS),
@@ -201,7 +198,7 @@ def verdict_format(labels: list[str], sided: bool = True) -> ReplyFormat:
 
 def choice_format(labels: list[str]) -> ReplyFormat:
     """The judge names the participant whose draft is best (seed 004)."""
-    return ReplyFormat("choice", "judge_choice", _object(choice={"type": "string", "enum": list(labels)}))
+    return ReplyFormat("choice", "judge_choice", closed_object(choice={"type": "string", "enum": list(labels)}))
 
 
 PERSONA_CHARS = 160  # one expert description (mad_core/personas.py also bounds its words)
@@ -210,7 +207,7 @@ PERSONA_TOKENS = 48  # a description's tokens, with room for its quotes and comm
 
 def persona_list_format(n: int) -> ReplyFormat:
     """Exactly `n` short expert descriptions, one per agent (seed 000's personas, after Kim et al.)."""
-    return ReplyFormat("personas", "persona_list", _object(personas={
+    return ReplyFormat("personas", "persona_list", closed_object(personas={
         "type": "array", "items": _text(PERSONA_CHARS), "minItems": n, "maxItems": n}), tokens=16 + PERSONA_TOKENS * n)
 
 
@@ -223,18 +220,18 @@ KKS_REASON_CHARS = 200
 CONFIDENCE_SCALE = {"type": "integer", "minimum": 1, "maximum": 10}
 
 
-def _roles_object(allowed: dict[str, list[str]]) -> dict[str, Any]:
-    return _object(**{name: {"type": "string", "enum": list(roles)} for name, roles in allowed.items()})
+def _rolesclosed_object(allowed: dict[str, list[str]]) -> dict[str, Any]:
+    return closed_object(**{name: {"type": "string", "enum": list(roles)} for name, roles in allowed.items()})
 
 
 def kks_assignment_format(names: list[str], confidence: bool) -> ReplyFormat:
     """A complete role assignment (proposal, self-adjustment, final decision), with a
     confidence 1-10 per player when agents report it."""
-    fields: dict[str, Any] = {"roles": _roles_object({name: list(KKS_ROLES) for name in names})}
+    fields: dict[str, Any] = {"roles": _rolesclosed_object({name: list(KKS_ROLES) for name in names})}
     if confidence:
-        fields["confidence"] = _object(**{name: dict(CONFIDENCE_SCALE) for name in names})
+        fields["confidence"] = closed_object(**{name: dict(CONFIDENCE_SCALE) for name in names})
     fields["explanation"] = _text(KKS_REASON_CHARS)
-    return ReplyFormat("kks_assignment", "kks_assignment", _object(**fields))
+    return ReplyFormat("kks_assignment", "kks_assignment", closed_object(**fields))
 
 
 def kks_stance_format(player: str, others: list[str], confidence: bool) -> ReplyFormat:
@@ -246,12 +243,12 @@ def kks_stance_format(player: str, others: list[str], confidence: bool) -> Reply
                               "agree_with": peers, "disagree_with": peers, "reasoning": _text(KKS_REASON_CHARS)}
     if confidence:
         fields["confidence"] = dict(CONFIDENCE_SCALE)
-    return ReplyFormat("kks_stance", "kks_stance", _object(**fields))
+    return ReplyFormat("kks_stance", "kks_stance", closed_object(**fields))
 
 
 def kks_order_format(names: list[str]) -> ReplyFormat:
     """The order in which an agent proposes to discuss the players: each one exactly once."""
-    return ReplyFormat("kks_order", "kks_order", _object(
+    return ReplyFormat("kks_order", "kks_order", closed_object(
         order={"type": "array", "items": {"type": "string", "enum": list(names)}, "minItems": len(names),
                "maxItems": len(names), "uniqueItems": True},
         reason=_text(VERDICT_REASON_CHARS)))
@@ -260,4 +257,4 @@ def kks_order_format(names: list[str]) -> ReplyFormat:
 def kks_supervisor_format(tied: dict[str, list[str]]) -> ReplyFormat:
     """The supervisor's roles for the tied players, each among the roles tied for it."""
     return ReplyFormat("kks_supervisor", "kks_supervisor",
-                       _object(roles=_roles_object(tied), explanation=_text(KKS_REASON_CHARS)))
+                       closed_object(roles=_rolesclosed_object(tied), explanation=_text(KKS_REASON_CHARS)))

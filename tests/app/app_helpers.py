@@ -16,7 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from mad_core import live
 from mad_core.config import DebateConfig
-from mad_core.engine import Controller, DebateEngine
+from mad_core.controller import Controller
+from mad_core.engine import DebateEngine
 from mad_core.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

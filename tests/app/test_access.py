@@ -61,7 +61,7 @@ def enabled(at: AppTest, key: str) -> bool:
 def held(gate):
     """A debate held at its first call, started by a session whose token is returned."""
     token = app().session_state["owner_id"]
-    debate = live.start(config(model=f"scripted/{HELD}", reference="Paris"), store=Store().path, owner=token)
+    debate = live.start(config(model=f"scripted/{HELD}", reference="Paris"), store=Store(), owner=token)
     return token, debate
 
 
@@ -110,7 +110,7 @@ def test_a_session_seen_remote_stays_a_visitor_when_its_connection_is_gone(held,
 
 def test_resume_is_the_teachers_and_never_a_visitors(gate, remote):
     token = app().session_state["owner_id"]
-    debate = live.start(config(model=f"scripted/{HELD}"), store=Store().path, owner=token)
+    debate = live.start(config(model=f"scripted/{HELD}"), store=Store(), owner=token)
     debate.controller.stop()
     gate.opened.set()
     join(debate.debate_id)

@@ -21,7 +21,7 @@ def test_annotating_searching_and_exporting_while_three_debates_run():
 
     register_script("busy", Script(replies=held_after_first_turn))
     try:
-        debates = [live.start(config(f"Question {n}?", model="scripted/busy"), store=Store().path, owner="tab")
+        debates = [live.start(config(f"Question {n}?", model="scripted/busy"), store=Store(), owner="tab")
                    for n in range(3)]
         store = Store()
         first_turns = []

@@ -8,9 +8,9 @@ from streamlit.testing.v1 import AppTest
 from mad_core import live
 from mad_core.config import DebateConfig
 from mad_core.models.scripted import get_script
-from mad_core.prompts import TIT_FOR_TAT
-from mad_core.store import Store
 from mad_core.presets import load_presets
+from mad_core.prompts import TIT_FOR_TAT
+from mad_core.store import Store, list_debates
 from madlab_ui.forms import form_config
 
 
@@ -38,7 +38,7 @@ def test_rounds_above_max_rounds_shows_error_under_max_rounds_and_starts_nothing
     assert error_keys(at) == {"error_max_rounds"}
     assert "must be at least rounds (4)" in texts(at.get_by_key("error_max_rounds"))
     assert live.running() == running_before
-    assert Store().list_debates() == []
+    assert list_debates(Store()) == []
     assert "debate_id" not in at.session_state
 
 
@@ -54,7 +54,7 @@ def test_config_error_is_shown_under_its_field(setup, expected):
     at.button(key="start").click().run()
     assert error_keys(at) == {expected}
     assert texts(at.get_by_key(expected)).strip()
-    assert Store().list_debates() == []
+    assert list_debates(Store()) == []
 
 
 def test_unknown_model_error_is_shown_under_that_agents_model():
@@ -65,7 +65,7 @@ def test_unknown_model_error_is_shown_under_that_agents_model():
     at.button(key="start").click().run()
     assert error_keys(at) == {"error_agent_model_1"}
     assert "nosuchprovider" in texts(at.get_by_key("error_agent_model_1"))
-    assert Store().list_debates() == []
+    assert list_debates(Store()) == []
 
 
 def test_error_goes_away_when_the_form_is_fixed_and_started(gate):
@@ -151,7 +151,7 @@ def test_start_runs_the_debate_in_the_background_and_shows_it():
     join(debate_id)
     at.run()
     at.run()  # reruns neither restart nor duplicate the debate
-    assert [d["id"] for d in Store().list_debates()] == [debate_id]
+    assert [d["id"] for d in list_debates(Store())] == [debate_id]
     assert "finished" in texts(at.get_by_key("debate_status"))
     turns = Store().turns(debate_id)
     assert {f"turn_{k}" for k in range(len(turns))} <= keys(at)

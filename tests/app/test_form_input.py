@@ -10,7 +10,7 @@ from test_debate_page import error_keys, fill
 
 from mad_core import live, registry
 from mad_core.presets import load_presets
-from mad_core.store import Store
+from mad_core.store import Store, list_debates
 
 
 def summary(at) -> str:
@@ -38,7 +38,7 @@ def test_start_names_every_problem_in_a_summary_and_beside_each_field():
         "Unknown provider 'nosuchprovider': the Models page lists the providers."
     assert "must be at least 1, got 0" in texts(at.get_by_key("error_rounds"))
     # must not happen: anything starts or is written while there is a problem
-    assert Store().list_debates() == [] and "debate_id" not in at.session_state
+    assert list_debates(Store()) == [] and "debate_id" not in at.session_state
 
 
 def test_a_fixed_field_loses_its_message_at_once_and_the_others_stay():
@@ -60,7 +60,7 @@ def test_zero_agents_typed_is_refused_by_name_and_starts_nothing():
     at.button(key="start").click().run()
     assert "Number of agents" in summary(at)  # ...and validation refuses it
     assert texts(at.get_by_key("error_n_agents")) == "at least one agent is needed"
-    assert Store().list_debates() == [] and live.running() == []
+    assert list_debates(Store()) == [] and live.running() == []
     at.number_input(key="n_agents").set_value(13).run()
     assert texts(at.get_by_key("error_n_agents")) == "the form shows at most 12 agents, got 13"
 

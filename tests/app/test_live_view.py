@@ -31,24 +31,25 @@ def record(script, roles, kind: str) -> list:
     """The events of a scripted debate, tokens included."""
     if kind == "stopped":
         model, _ = script(roles())
-        engine = DebateEngine(config(model=model))
-        events = []
-        for event in engine.run():
-            events.append(event)
+
+        def stop(event):  # a listener, as Agent 2's turn starts: the turn is cut, it ends interrupted
             if isinstance(event, TurnStarted) and event.agent == "Agent 2":
-                engine.controller.stop()  # Agent 2's turn is cut: it ends interrupted
-        return events
+                engine.controller.stop()
+
+        engine = DebateEngine(config(model=model), listeners=[stop])
+        return list(engine.run())
     # A server error on call 1 (retried), a hard failure on call 3 (a failed turn).
     model, _ = script(roles(answers={"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Paris"}),
                       faults={1: "server_error", 3: "exception"})
-    engine = DebateEngine(config(model=model, rounds=2, max_rounds=2, retry_base_delay=0, all_agents_drafting=True))
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def say(event):  # a listener: at the step boundary where the first turn finished
         if isinstance(event, TurnFinished) and event.turn.seq == 0:
             engine.controller.say("Think about Lyon.", ["Agent 2"])
             engine.controller.say("Everyone: be brief.")
-    return events
+
+    engine = DebateEngine(config(model=model, rounds=2, max_rounds=2, retry_base_delay=0, all_agents_drafting=True),
+                          listeners=[say])
+    return list(engine.run())
 
 
 @pytest.fixture(params=["finished", "stopped"])

@@ -101,7 +101,7 @@ def test_reload_on_another_page_keeps_the_form_for_the_debate_page():
 
 def test_a_fresh_tab_lists_the_debates_running_now_to_watch(gate):
     typed(app(), "Not to be shown elsewhere")
-    running = live.start(config(model=f"scripted/{HELD}"), store=Store().path, owner="someone else")
+    running = live.start(config(model=f"scripted/{HELD}"), store=Store(), owner="someone else")
     fresh = reload()
     assert INFO in texts(fresh.main)
     assert "Debates running now" in texts(fresh.get_by_key("running_list"))

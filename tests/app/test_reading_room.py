@@ -10,7 +10,7 @@ import time
 from app_helpers import (COMPARE, HELD, TRANSCRIPTS, app, config, keys, open_debate, run_debate, scripted_debate,
                          texts)
 
-from mad_core import live
+from mad_core import codebook, exports, live
 from mad_core.store import Store
 from madlab_ui.codebook import COLOUR_MARKS, NEW_TAG, NEW_TAG_LABEL, turn_tag
 
@@ -26,7 +26,7 @@ def codebook_text(at) -> str:
 def test_codebook_adds_renames_recolours_and_refuses_to_delete_a_used_tag():
     debate_id = run_debate()
     turn = Store().turns(debate_id)[0]
-    Store().annotate(debate_id, turn.id, "flip", "changes its mind")
+    codebook.annotate(Store(), debate_id, turn.id, "flip", "changes its mind")
     at = app(TRANSCRIPTS)
     assert "flip\\]" not in codebook_text(at) and "flip" in codebook_text(at)
     assert "1 annotation in 1 debate" in codebook_text(at)
@@ -34,30 +34,30 @@ def test_codebook_adds_renames_recolours_and_refuses_to_delete_a_used_tag():
     at.text_input(key="codebook_new").set_value("Circular reasoning")
     at.selectbox(key="codebook_new_colour").set_value("red")
     at.button(key="codebook_add").click().run()
-    assert Store().tag("circular reasoning") == {**Store().tag("Circular reasoning"), "colour": "red"}
+    assert codebook.tag(Store(), "circular reasoning") == {**codebook.tag(Store(), "Circular reasoning"), "colour": "red"}
     assert ":red-badge[🔴 Circular reasoning]" in codebook_text(at)
     at.text_input(key="codebook_new").set_value("CIRCULAR reasoning")
     at.button(key="codebook_add").click().run()
     assert "already has" in texts(at.get_by_key("codebook_message"))
-    assert sum(t["name"].lower() == "circular reasoning" for t in Store().tags()) == 1
+    assert sum(t["name"].lower() == "circular reasoning" for t in codebook.tags(Store())) == 1
 
     at.selectbox(key="codebook_tag").set_value("flip")
     at.text_input(key="codebook_rename_to").set_value("position change")
     at.button(key="codebook_rename").click().run()
     assert [a["tag"] for a in Store().annotations(debate_id)] == ["position change"]
     # Must not happen: the old name still shows in the codebook or is still stored.
-    assert "flip" not in codebook_text(at) and Store().tag("flip") is None
+    assert "flip" not in codebook_text(at) and codebook.tag(Store(), "flip") is None
     assert at.selectbox(key="codebook_tag").value == "position change"
 
     at.selectbox(key="codebook_colour").set_value("violet")
     at.button(key="codebook_set_colour").click().run()
-    assert Store().tag("position change")["colour"] == "violet"
+    assert codebook.tag(Store(), "position change")["colour"] == "violet"
     at.button(key="codebook_delete").click().run()
     assert "is on 1 annotation" in texts(at.get_by_key("codebook_message"))
-    assert Store().tag("position change") is not None
+    assert codebook.tag(Store(), "position change") is not None
     at.selectbox(key="codebook_tag").set_value("off topic")
     at.button(key="codebook_delete").click().run()
-    assert Store().tag("off topic") is None and "off topic" not in codebook_text(at)
+    assert codebook.tag(Store(), "off topic") is None and "off topic" not in codebook_text(at)
     assert not at.exception
 
 
@@ -71,7 +71,7 @@ def test_annotating_uses_the_codebook_remembers_the_annotator_and_shows_chips():
     at.button(key="annotate_1").click().run()
     note = Store().annotations(debate_id)[0]
     assert (note["tag"], note["note"], note["annotator"]) == ("good point", "misreads Agent 1", "Rater A")
-    colour = Store().tag("good point")["colour"]
+    colour = codebook.tag(Store(), "good point")["colour"]
     shown = texts(at.get_by_key("turn_1"))
     assert f":{colour}-badge[" in shown and "good point" in shown and "Rater A" in shown
     assert "good point" not in texts(at.get_by_key("turn_0"))
@@ -81,7 +81,7 @@ def test_annotating_uses_the_codebook_remembers_the_annotator_and_shows_chips():
     assert at.text_input(key="annotator").value == "Rater A"  # remembered across pages
     buttons = {b.key for b in at.get("download_button")}
     assert {"export_annotations", "export_annotations_open"} <= buttons
-    rows = list(csv.DictReader(io.StringIO(Store().annotations_csv(debate_id))))
+    rows = list(csv.DictReader(io.StringIO(exports.annotations_csv(Store(), debate_id))))
     assert [(r["tag"], r["annotator"], r["previous_agent"]) for r in rows] == [("good point", "Rater A", "Agent 1")]
 
 
@@ -89,8 +89,8 @@ def test_filters_combine_with_search_and_never_list_a_debate_without_the_tag():
     tagged = run_debate("Which river flows through Paris?", reference="Paris")
     other = run_debate("Which ocean is the largest?", reference="Atlantic")
     plain = run_debate("Which mountain is the highest?")
-    Store().annotate(tagged, Store().turns(tagged)[0].id, "good point")
-    Store().annotate(other, Store().turns(other)[0].id, "error")
+    codebook.annotate(Store(), tagged, Store().turns(tagged)[0].id, "good point")
+    codebook.annotate(Store(), other, Store().turns(other)[0].id, "error")
     at = app(TRANSCRIPTS)
     assert set(listed(at)) == {tagged[:8], other[:8], plain[:8]}
     at.selectbox(key="tag_filter").set_value("good point").run()
@@ -119,7 +119,7 @@ def test_filters_combine_with_search_and_never_list_a_debate_without_the_tag():
 
 def test_renaming_a_tag_keeps_the_tag_filter_on_it():
     debate_id = run_debate()
-    Store().annotate(debate_id, Store().turns(debate_id)[0].id, "flip")
+    codebook.annotate(Store(), debate_id, Store().turns(debate_id)[0].id, "flip")
     at = app(TRANSCRIPTS)
     at.selectbox(key="tag_filter").set_value("flip").run()
     at.selectbox(key="codebook_tag").set_value("flip")
@@ -169,9 +169,9 @@ def test_compare_names_forks_and_reads_two_annotated_debates_side_by_side():
     second = run_debate("Which ocean is the largest?", protocol="solution_counting")
     child = _fork_of(first, 2)
     store = Store()
-    store.annotate(first, store.turns(first)[1].id, "sycophancy", "agrees at once")
-    store.add_tag("Strong claim", "green")
-    store.annotate(second, store.turns(second)[0].id, "Strong claim")
+    codebook.annotate(store, first, store.turns(first)[1].id, "sycophancy", "agrees at once")
+    codebook.add_tag(store, "Strong claim", "green")
+    codebook.annotate(store, second, store.turns(second)[0].id, "Strong claim")
     at = app(COMPARE)
     label = at.multiselect(key="compare_ids").format_func(child)
     assert f"fork of {first[:8]} after turn 2" in label
@@ -203,14 +203,14 @@ def test_codebook_messages_show_odd_tag_names_literally():
     odd = "{x} <b>bold</b> [link](javascript:alert(1))"
     at.text_input(key="codebook_new").set_value(odd)
     at.button(key="codebook_add").click().run()
-    assert not at.exception and Store().tag(odd)["name"] == odd
+    assert not at.exception and codebook.tag(Store(), odd)["name"] == odd
     message = texts(at.get_by_key("codebook_message"))
     assert "Added" in message and "\\[link\\]" in message and "\\<b\\>" in message
     counts = codebook_text(at)
     assert "\\<b\\>bold\\</b\\>" in counts and "\\[link\\]" in counts  # escaped: no HTML, no link
     at.selectbox(key="codebook_tag").set_value(odd)
     at.button(key="codebook_delete").click().run()
-    assert not at.exception and Store().tag(odd) is None
+    assert not at.exception and codebook.tag(Store(), odd) is None
     assert "Deleted" in texts(at.get_by_key("codebook_message"))
 
 
@@ -219,9 +219,9 @@ def test_an_annotation_is_deleted_from_its_turn_and_then_its_tag_can_go():
     debate_id = run_debate()
     store = Store()
     turns = store.turns(debate_id)
-    mistaken = store.annotate(debate_id, turns[1].id, "flip", "wrong turn", annotator="Rater R1")
-    same_turn = store.annotate(debate_id, turns[1].id, "error", "keep me")
-    other_turn = store.annotate(debate_id, turns[0].id, "flip", "right turn")
+    mistaken = codebook.annotate(store, debate_id, turns[1].id, "flip", "wrong turn", annotator="Rater R1")
+    same_turn = codebook.annotate(store, debate_id, turns[1].id, "error", "keep me")
+    other_turn = codebook.annotate(store, debate_id, turns[0].id, "flip", "right turn")
     at = open_debate(debate_id)
     assert "2 annotations in 1 debate" in codebook_text(at)
     button = at.button(key=f"unannotate_{mistaken}")
@@ -236,7 +236,7 @@ def test_an_annotation_is_deleted_from_its_turn_and_then_its_tag_can_go():
     at.button(key=f"unannotate_{other_turn}").click().run()
     at.selectbox(key="codebook_tag").set_value("flip")
     at.button(key="codebook_delete").click().run()
-    assert "Deleted 'flip'" in texts(at.get_by_key("codebook_message")) and Store().tag("flip") is None
+    assert "Deleted 'flip'" in texts(at.get_by_key("codebook_message")) and codebook.tag(Store(), "flip") is None
 
 
 def test_the_annotator_name_survives_a_reload_and_goes_on_later_annotations():
@@ -256,8 +256,8 @@ def test_the_annotator_name_survives_a_reload_and_goes_on_later_annotations():
 
 
 def test_the_colour_box_shows_the_picked_tags_own_colour():
-    Store().add_tag("Concession", "green")
-    Store().add_tag("Loaded premise", "orange")
+    codebook.add_tag(Store(), "Concession", "green")
+    codebook.add_tag(Store(), "Loaded premise", "orange")
     at = app(TRANSCRIPTS)
     box = at.selectbox(key="codebook_colour")
     assert box.value is None and box.disabled  # no tag picked: no colour claimed
@@ -267,9 +267,9 @@ def test_the_colour_box_shows_the_picked_tags_own_colour():
     at.selectbox(key="codebook_tag").set_value("Loaded premise").run()
     assert at.selectbox(key="codebook_colour").value == "orange"
     at.selectbox(key="codebook_colour").set_value("red").run()  # a colour chosen stays until Set colour
-    assert at.selectbox(key="codebook_colour").value == "red" and Store().tag("Loaded premise")["colour"] == "orange"
+    assert at.selectbox(key="codebook_colour").value == "red" and codebook.tag(Store(), "Loaded premise")["colour"] == "orange"
     at.button(key="codebook_set_colour").click().run()
-    assert Store().tag("Loaded premise")["colour"] == "red" and at.selectbox(key="codebook_colour").value == "red"
+    assert codebook.tag(Store(), "Loaded premise")["colour"] == "red" and at.selectbox(key="codebook_colour").value == "red"
     at.selectbox(key="codebook_tag").set_value("Concession").run()
     assert at.selectbox(key="codebook_colour").value == "green"
 
@@ -282,7 +282,7 @@ def test_renaming_to_blank_names_the_new_name_field():
     message = texts(at.get_by_key("codebook_message"))
     assert "new name\\: a tag needs a name" in message and at.text_input(key="codebook_rename_to").label == "New name"
     assert "annotation" not in message  # must not happen: the annotating message for a rename
-    assert Store().tag("flip") is not None
+    assert codebook.tag(Store(), "flip") is not None
 
 
 def test_the_list_shows_the_decided_answer_not_the_whole_reply():
@@ -301,7 +301,7 @@ def test_the_list_shows_the_decided_answer_not_the_whole_reply():
 def test_search_finds_word_starts_and_says_what_matched_in_each_row():
     turned = consensus_debate("Which appliance boils water?", ["Electric kettles boil water fast. Final answer: kettle"] * 3)
     tagged = run_debate("Which river flows through Paris?")
-    Store().annotate(tagged, Store().turns(tagged)[1].id, "error", "confuses a kettle with a pot")
+    codebook.annotate(Store(), tagged, Store().turns(tagged)[1].id, "error", "confuses a kettle with a pot")
     asked = run_debate("Why do kettles whistle?")
     plain = run_debate("Which ocean is the largest?")
     at = app(TRANSCRIPTS)
@@ -327,28 +327,28 @@ def consensus_debate(question: str, said: list[str]) -> str:
 # ----- defects found by the researcher tester, third round (issue 10) -------------------------------
 def test_a_turns_tag_box_picks_codebook_tags_and_makes_a_new_one_only_through_new_tag():
     debate_id = run_debate()
-    Store().add_tag("=SUM(A1)")
+    codebook.add_tag(Store(), "=SUM(A1)")
     at = open_debate(debate_id)
     box = at.selectbox(key="tag_1")
     # Must not happen: the box takes typed text as a new option (Enter then stored the prefix "=SUM").
     assert box.proto.accept_new_options is False
     assert box.options[0] == NEW_TAG_LABEL and "=SUM(A1)" in box.options and "new_tag_1" not in keys(at)
-    before = len(Store().tags())
+    before = len(codebook.tags(Store()))
     box.set_value("=SUM(A1)")
     at.button(key="annotate_1").click().run()
-    assert [a["tag"] for a in Store().annotations(debate_id)] == ["=SUM(A1)"] and len(Store().tags()) == before
+    assert [a["tag"] for a in Store().annotations(debate_id)] == ["=SUM(A1)"] and len(codebook.tags(Store())) == before
 
     at.selectbox(key="tag_2").set_value(NEW_TAG).run()  # the visible step: a field for the new tag's name
     at.text_input(key="new_tag_2").set_value("  =sum(a1) ")
     at.button(key="annotate_2").click().run()
     shown = texts(at.get_by_key("turn_2"))
     assert "new tag: the codebook already has '=SUM(A1)'" in shown.replace("\\", "")
-    assert len(Store().tags()) == before and len(Store().annotations(debate_id)) == 1  # nothing written
+    assert len(codebook.tags(Store())) == before and len(Store().annotations(debate_id)) == 1  # nothing written
 
     at.text_input(key="new_tag_2").set_value("Sarcasm")
     at.button(key="annotate_2").click().run()
     assert [a["tag"] for a in Store().annotations(debate_id)] == ["=SUM(A1)", "Sarcasm"]
-    assert len(Store().tags()) == before + 1 and "Sarcasm" in texts(at.get_by_key("turn_2"))
+    assert len(codebook.tags(Store())) == before + 1 and "Sarcasm" in texts(at.get_by_key("turn_2"))
     assert at.selectbox(key="tag_2").value is None and "new_tag_2" not in keys(at)  # the row is ready again
     assert not at.exception
 
@@ -365,18 +365,18 @@ def test_turn_tag_refuses_a_second_spelling_and_a_tag_gone_meanwhile():
 
 
 def test_the_new_tag_form_offers_a_colour_no_tag_has():
-    Store().delete_tag("off topic")  # yellow is free
+    codebook.delete_tag(Store(), "off topic")  # yellow is free
     at = app(TRANSCRIPTS)
     # Must not happen: blue offered (sycophancy is blue) while yellow is free.
     assert at.selectbox(key="codebook_new_colour").value == "yellow"
     at.text_input(key="codebook_new").set_value("Concession")
     at.button(key="codebook_add").click().run()
-    assert Store().tag("Concession")["colour"] == "yellow"
-    Store().delete_tag("flip")  # orange is free now (another tab, or a turn's new tag)
+    assert codebook.tag(Store(), "Concession")["colour"] == "yellow"
+    codebook.delete_tag(Store(), "flip")  # orange is free now (another tab, or a turn's new tag)
     at.run()
     assert at.selectbox(key="codebook_new_colour").value == "orange"
     at.selectbox(key="codebook_new_colour").set_value("green").run()  # a colour the user chose stays
-    Store().delete_tag("hallucination")
+    codebook.delete_tag(Store(), "hallucination")
     at.run()
     assert at.selectbox(key="codebook_new_colour").value == "green"
 
@@ -384,11 +384,11 @@ def test_the_new_tag_form_offers_a_colour_no_tag_has():
 def test_codebook_counts_say_singular_and_plural_right():
     first, second = run_debate(), run_debate("Which ocean is the largest?")
     store = Store()
-    store.annotate(first, store.turns(first)[0].id, "flip")
-    store.annotate(first, store.turns(first)[1].id, "error")
-    store.annotate(first, store.turns(first)[2].id, "error")
-    store.annotate(first, store.turns(first)[0].id, "hedging")
-    store.annotate(second, store.turns(second)[0].id, "hedging")
+    codebook.annotate(store, first, store.turns(first)[0].id, "flip")
+    codebook.annotate(store, first, store.turns(first)[1].id, "error")
+    codebook.annotate(store, first, store.turns(first)[2].id, "error")
+    codebook.annotate(store, first, store.turns(first)[0].id, "hedging")
+    codebook.annotate(store, second, store.turns(second)[0].id, "hedging")
     counts = codebook_text(app(TRANSCRIPTS))
     assert "flip] 1 annotation in 1 debate" in counts
     assert "error] 2 annotations in 1 debate" in counts and "hedging] 2 annotations in 2 debates" in counts

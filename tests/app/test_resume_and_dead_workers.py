@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app_helpers import app, join, open_debate, run_debate, texts
 
-from mad_core import Controller, live
+from mad_core import Controller, exports, live
 from mad_core.events import DebateStarted
 from mad_core.models.scripted import Script, register_script, unregister_script
 from mad_core.store import Store
@@ -25,14 +25,14 @@ def test_a_debate_whose_model_is_gone_says_why_and_stays_as_it_was():
     debate_id = run_debate(model="scripted/gone-soon")
     Store().set_status(debate_id, "stopped")
     unregister_script("gone-soon")
-    before = Store().export_debate(debate_id)
+    before = exports.export_debate(Store(), debate_id)
     at = open_debate(debate_id)
     at.button(key="resume").click().run()
     assert not at.exception, at.exception
     shown = texts(at.main)
     assert "Cannot resume: agents[0].model: Unknown script 'gone-soon'" in shown
     assert live.get(debate_id) is None  # nothing started
-    assert Store().export_debate(debate_id) == before  # and nothing changed
+    assert exports.export_debate(Store(), debate_id) == before  # and nothing changed
 
 
 def test_a_finished_debate_offers_no_resume():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from app_helpers import config, open_debate, texts
 
-from mad_core.engine import Controller, DebateEngine
+from mad_core.controller import Controller
+from mad_core.engine import DebateEngine
 from mad_core.events import DebateFinished, RoundStarted, TokenReceived, Turn, TurnFinished, TurnStarted
 from mad_core.models.scripted import Script, register_script, unregister_script
 from mad_core.store import Store
@@ -20,10 +21,14 @@ def stopped_while(agent: str, name: str) -> str:
     register_script(name, Script(replies=[long] * 3, token_delay=0.002))
     try:
         controller = Controller()
-        engine = DebateEngine(config(model=f"scripted/{name}"), controller=controller, store=Store())
-        for event in engine.run():
+
+        def stop(event):  # a listener: on the streaming call's thread, before the piece is queued
             if isinstance(event, TokenReceived) and event.agent == agent and "word3" in event.text:
                 controller.stop()
+
+        engine = DebateEngine(config(model=f"scripted/{name}"), controller=controller, store=Store(),
+                              listeners=[stop])
+        list(engine.run())
         assert engine.status == "stopped"
         return engine.debate_id
     finally:

@@ -9,7 +9,7 @@ import json
 from app_helpers import APP, HELD, TRANSCRIPTS, app, config, join, keys, open_debate, run_debate, texts
 from streamlit.testing.v1 import AppTest
 
-from mad_core import live
+from mad_core import codebook, live
 from mad_core.config import DebateConfig
 from mad_core.store import Store
 from madlab_ui.browse import export_files
@@ -100,7 +100,7 @@ def test_annotate_without_tag_stores_nothing():
 def test_exports_hold_the_whole_debate():
     debate_id = run_debate(reference="Paris")
     store = Store()
-    store.annotate(debate_id, store.turns(debate_id)[0].id, "new argument", "first mention")
+    codebook.annotate(store, debate_id, store.turns(debate_id)[0].id, "new argument", "first mention")
     files = export_files(store, debate_id)
     assert set(files) == {"export_json", "export_md", "export_csv", "handout_md", "handout_html"}
     assert callable(files["handout_html"][1]) and callable(files["handout_md"][1])  # built only when clicked
@@ -157,7 +157,7 @@ def test_a_forked_debate_keeps_its_custom_who_sees_whom_graph():
 
 def test_running_debate_is_listed_first_and_can_be_reattached(gate):
     run_debate()
-    running = live.start(config(model=f"scripted/{HELD}"), store=Store().path, owner="someone else")
+    running = live.start(config(model=f"scripted/{HELD}"), store=Store(), owner="someone else")
     at = app(TRANSCRIPTS)
     assert f"reattach_{running.debate_id[:8]}" in {b.key for b in at.get_by_key("running_list").button}
     at.button(key=f"reattach_{running.debate_id[:8]}").click().run()
@@ -225,9 +225,8 @@ def _running_elsewhere(question: str, reference: str | None = None) -> str:
     store = Store()
     debate_id = uuid.uuid4().hex
     store.create_debate(debate_id, config(question, **({"reference": reference} if reference else {})))
-    with store._write():
-        store.db.execute("UPDATE debates SET pid = ?, owner = ? WHERE id = ?",
-                         [os.getppid(), "cli-host:1:tok", debate_id])
+    with store.transaction() as db:
+        db.execute("UPDATE debates SET pid = ?, owner = ? WHERE id = ?", [os.getppid(), "cli-host:1:tok", debate_id])
     return debate_id
 
 

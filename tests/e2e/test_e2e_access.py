@@ -26,7 +26,7 @@ import sys
 import pytest
 from conftest import CHROMIUM_ARGS, REPO, browser_page, run_server
 from e2e_helpers import (LIVE_TIMEOUT, configure_debate, debate_by_question, expect, expect_no_exception, fill, key,
-                         open_app, open_debate_page, start, status, turn, unique, wait_for_idle)
+                         open_app, start, status, turn, unique, wait_for_idle)
 from e2e_scripts import debate_script, reply, words
 
 from mad_core import polls

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import LIVE_TIMEOUT, click, expect, expect_no_exception, finished_debate, key, open_app, turn, unique
+from mad_core import codebook
 
 pytestmark = pytest.mark.e2e
 HANDOUT_TIMEOUT = 120_000  # the charts are drawn by a Chromium that kaleido starts on the click
@@ -20,7 +21,7 @@ def test_handout_opens_and_prints_without_running_anything(page, browser, server
     question = unique("Handout check: what is 6 times 7? <img src=x onerror=alert('q')>")
     debate = finished_debate(page, server.url, store, question, ["scripted/handout"] * 2)
     first = store.turns(debate["id"])[0]
-    store.annotate(debate["id"], first.id, "good point", "check <script>alert('note')</script> this")
+    codebook.annotate(store, debate["id"], first.id, "good point", "check <script>alert('note')</script> this")
 
     page.set_viewport_size({"width": 1280, "height": 900})
     open_app(page, server.url, "/Transcripts")

@@ -28,9 +28,10 @@ from e2e_helpers import (LIVE_TIMEOUT, configure_debate, expect, expect_no_excep
                          open_debate_page, pick, start, turn, unique, wait_for_idle)
 from e2e_scripts import words
 
-from mad_core import polls
+from mad_core import codebook, polls
 from mad_core.config import DebateConfig
-from mad_core.engine import Controller, DebateEngine
+from mad_core.controller import Controller
+from mad_core.engine import DebateEngine
 from mad_core.experiments import storage
 from mad_core.experiments.spec import ExperimentConfig
 from mad_core.models import ensure_registered
@@ -109,8 +110,8 @@ def test_hostile_text_is_shown_as_text_on_every_page_and_nothing_is_fetched(page
     debate_id = hostile_debate(store, question)
     other_id = hostile_debate(store, unique(f"Second: {HOSTILE}"))
     tag = f"{PIXEL} tag"
-    store.add_tag(tag, "red")
-    store.annotate(debate_id, store.turns(debate_id)[0].id, tag, f"note {HOSTILE}")
+    codebook.add_tag(store, tag, "red")
+    codebook.annotate(store, debate_id, store.turns(debate_id)[0].id, tag, f"note {HOSTILE}")
     poll_id = polls.open_poll(store, debate_id, [f"{PIXEL} yes", f"{BAT} no"], question=f"Predict: {PIXEL} {BAT}")
     spec = ExperimentConfig.from_dict({"name": f"Sweep {PIXEL} {BAT}", "task_set": "yes_no", "items": 1,
                                        "seeds": [0], "base": {"rounds": 1, "max_rounds": 1}})
@@ -280,8 +281,8 @@ def test_an_opened_transcript_has_no_invisible_or_unnamed_control(page, server, 
     question = unique("Accessible transcript: what does the ball cost?")
     debate_id = hostile_debate(store, question)
     turns = store.turns(debate_id)
-    first = store.annotate(debate_id, turns[0].id, "good point", "first note")
-    store.annotate(debate_id, turns[0].id, "flip", "second note")
+    first = codebook.annotate(store, debate_id, turns[0].id, "good point", "first note")
+    codebook.annotate(store, debate_id, turns[0].id, "flip", "second note")
     page.goto(f"{server.url}/Transcripts?open={debate_id}")
     expect(turn(page, 1)).to_contain_text("$1.05", timeout=LIVE_TIMEOUT)
     expect(key(page, "plot_timeline").locator(".modebar-btn").first).to_be_attached(timeout=LIVE_TIMEOUT)

@@ -19,6 +19,7 @@ from e2e_helpers import (LIVE_TIMEOUT, choose, click, expect, expect_no_exceptio
                          pick, set_text, turn, unique, wait_for_idle)
 from e2e_scripts import debate_script, reply
 
+from mad_core import codebook
 from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
 from mad_core.events import DebateFinished
@@ -80,7 +81,7 @@ def test_tag_rename_filter_and_export_annotations(page, server, store):
     click(page, "annotate_1")
     expect(turn(page, 1)).to_contain_text(first_name)
     expect(key(page, "codebook_counts")).to_contain_text(first_name)
-    assert store.tag(first_name)["name"] == first_name
+    assert codebook.tag(store, first_name)["name"] == first_name
     # Must not happen: the tag's markup became an element.
     expect(turn(page, 1).locator("b", has_text="question")).to_have_count(0)
 
@@ -91,7 +92,7 @@ def test_tag_rename_filter_and_export_annotations(page, server, store):
     expect(turn(page, 1)).to_contain_text(second_name)
     # Must not happen: the old name anywhere, on the page or in the database.
     expect(page.locator("body")).not_to_contain_text(first_name)
-    assert store.tag(first_name) is None and [a["tag"] for a in store.annotations(tagged)] == [second_name]
+    assert codebook.tag(store, first_name) is None and [a["tag"] for a in store.annotations(tagged)] == [second_name]
 
     open_disclosure(page, "debate_list_box")  # the list, folded while a debate is open
     wait_for_idle(page)
@@ -124,9 +125,9 @@ def test_compare_two_annotated_debates_side_by_side(page, server, store):
                        protocol="solution_counting")
     uid = uuid.uuid4().hex[:6]
     left_tag, right_tag = f"concedes {uid}", f"new evidence {uid}"
-    store.add_tag(right_tag, "green")
-    store.annotate(left, store.turns(left)[1].id, left_tag, "gives in to Agent 1")
-    store.annotate(right, store.turns(right)[2].id, right_tag)
+    codebook.add_tag(store, right_tag, "green")
+    codebook.annotate(store, left, store.turns(left)[1].id, left_tag, "gives in to Agent 1")
+    codebook.annotate(store, right, store.turns(right)[2].id, right_tag)
 
     open_app(page, server.url, "/Compare")
     pick(page, "compare_ids", left)
@@ -161,8 +162,8 @@ CUT = "button => [button, ...button.querySelectorAll('*')].some(e => e.scrollWid
 def test_an_opened_debate_shows_full_button_labels_and_deletes_one_annotation(page, server, store, viewport):
     debate_id = run_debate(store, unique("Labels and annotations: which city is the capital?"), "lb")
     turns = store.turns(debate_id)
-    mistaken = store.annotate(debate_id, turns[1].id, "flip", "tagged by mistake")
-    kept = store.annotate(debate_id, turns[1].id, "good point", "kept note")
+    mistaken = codebook.annotate(store, debate_id, turns[1].id, "flip", "tagged by mistake")
+    kept = codebook.annotate(store, debate_id, turns[1].id, "good point", "kept note")
     page.set_viewport_size(viewport)
     open_transcript(page, server.url, debate_id)
     labels = {}
@@ -233,8 +234,8 @@ def test_typing_part_of_a_tag_and_enter_picks_that_tag_and_makes_none(page, serv
     debate_id = run_debate(store, unique("Tag prefix: which city is the capital?"), "tp")
     uid = uuid.uuid4().hex[:6]
     existing = f"=SUM(A1) {uid}"
-    store.add_tag(existing)
-    before = {t["name"] for t in store.tags()}
+    codebook.add_tag(store, existing)
+    before = {t["name"] for t in codebook.tags(store)}
     open_transcript(page, server.url, debate_id)
     field = key(page, "tag_1").locator("input")
     field.click()
@@ -248,7 +249,7 @@ def test_typing_part_of_a_tag_and_enter_picks_that_tag_and_makes_none(page, serv
     click(page, "annotate_1")
     expect(turn(page, 1)).to_contain_text(existing)
     # Must not happen: a new tag made of the typed prefix (the counts and the filter split in two).
-    assert {t["name"] for t in store.tags()} == before
+    assert {t["name"] for t in codebook.tags(store)} == before
     assert [a["tag"] for a in store.annotations(debate_id)] == [existing]
 
     new_tag(page, 2, f"  =sum(a1)   {uid.upper()} ")  # the same name in other case and spacing
@@ -256,9 +257,9 @@ def test_typing_part_of_a_tag_and_enter_picks_that_tag_and_makes_none(page, serv
     expect(turn(page, 2)).to_contain_text(f"already has '{existing}'")
     shots = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent))
     turn(page, 2).screenshot(path=str(shots / "new_tag_refused.png"))
-    assert {t["name"] for t in store.tags()} == before and len(store.annotations(debate_id)) == 1
+    assert {t["name"] for t in codebook.tags(store)} == before and len(store.annotations(debate_id)) == 1
     new_tag(page, 2, f"Sarcasm {uid}")
     click(page, "annotate_2")
     expect(turn(page, 2)).to_contain_text(f"Sarcasm {uid}")
-    assert {t["name"] for t in store.tags()} == before | {f"Sarcasm {uid}"}
+    assert {t["name"] for t in codebook.tags(store)} == before | {f"Sarcasm {uid}"}
     expect_no_exception(page)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from mad_core import DebateConfig, DebateEngine
-from mad_core.engine import Activity
+from mad_core.controller import Activity
 from mad_core.events import Turn, TurnFinished, TurnStarted
 from mad_core.live import CallPlan, plan_calls, progress
 from mad_core.presets import load_presets

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from mad_core import ConfigError, DebateConfig, DebateEngine
+from mad_core import ConfigError, DebateConfig, exports
 from mad_core.challenge import IRRELEVANT_ANSWER
-from mad_core.config import CHALLENGE_SETTINGS, challenge_setting
+from mad_core.challenge import CHALLENGE_SETTINGS, challenge_setting
 from mad_core.events import ChallengeResult, DebateFinished, DecisionReached, ErrorOccurred, TurnFinished
 from mad_core.experiments import results as R
 from mad_core.export_schema import validate_export
 from mad_core.metrics.report import compute_report
 from mad_core.store import Store
 from mad_core.view import DebateView
+from tests.builders import config, of, run
 
 QUESTION = "What is the capital of France?"
 LABELS = ("Agent 1", "Agent 2", "Agent 3")
@@ -58,14 +59,10 @@ def debater(answers: dict[str, str], stances: dict[str, str], new: dict[str, str
 def run_debate(script, setting, answers=None, stances=None, new=None, prepared="", store=None, **settings):
     answers = answers or {label: "Lyon" for label in LABELS}
     model, scripted = script(debater(answers, stances or {}, new or {}, prepared))
-    data = {"question": QUESTION, "agents": [{"label": label, "model": model} for label in LABELS],
-            "protocol": "simple_voting", "rounds": 1, "max_rounds": 1, "challenge": setting, **settings}
-    engine = DebateEngine(DebateConfig.from_dict(data), store=store)
-    return list(engine.run()), engine, scripted
-
-
-def of(events, cls):
-    return [e for e in events if isinstance(e, cls)]
+    cfg = config(model, len(LABELS), **{"question": QUESTION, "protocol": "simple_voting", "rounds": 1,
+                                        "max_rounds": 1, "challenge": setting, **settings})
+    events = run(cfg, store=store)
+    return events, events.engine, scripted
 
 
 def challenge_prompts(events) -> list[str]:
@@ -164,7 +161,7 @@ def test_the_first_agents_challenge_replaces_the_decision_and_both_answers_stay_
     assert (view.decision.answer, view.protocol_decision.answer) == ("Paris", "Lyon")
     assert view.challenge_change["original_answer"] == "Lyon"
     # the export carries both and passes the import checks
-    exported = validate_export(store.export_debate(engine.debate_id, embed=embed))
+    exported = validate_export(exports.export_debate(store, engine.debate_id, embed=embed))
     finals = [d for d in exported["decisions"] if d["final"]]
     assert [d["answer"] for d in finals] == ["Lyon", "Paris"]
     assert finals[1]["details"]["challenge"]["original_answer"] == "Lyon"

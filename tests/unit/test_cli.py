@@ -13,9 +13,10 @@ import threading
 
 import pytest
 
+from mad_core import exports
 from mad_core.cli import main
 from mad_core.events import DebateFinished, DecisionReached, Turn, TurnFinished, VoteCast
-from mad_core.store import Store, default_db_path
+from mad_core.store import Store, default_db_path, list_debates
 
 CONFIG = {"question": "Is the Moon made of cheese?", "protocol": "simple_voting", "paradigm": "memory",
           "agents": [{"label": "Agent 1", "model": "scripted/echo"}, {"label": "Agent 2", "model": "scripted/echo"}]}
@@ -113,7 +114,7 @@ def test_export_json_then_import_gives_a_copy(capsys, two_debates, tmp_path):
     new_id = out.strip()
     assert code == 0 and len(new_id) == 32 and new_id != first
     with Store() as store:
-        copy = store.export_debate(new_id)
+        copy = exports.export_debate(store, new_id)
     assert copy["debate"].pop("id") == new_id
     exported["debate"].pop("id")
     assert copy == exported
@@ -259,7 +260,7 @@ def test_run_streams_votes_and_decision_and_stores_the_debate(capsys):
     assert "vote Agent 1: solution" in out and "vote Agent 2: solution" in out
     assert "== Decision (simple_voting, round 1): " in out
     with Store() as store:
-        (debate,) = store.list_debates()
+        (debate,) = list_debates(store)
         assert debate["status"] == "finished" and debate["question"] == "What is 2+2?"
         assert debate["id"] in out and debate["answer"] and debate["answer"] in out
         turns = store.turns(debate["id"])
@@ -269,7 +270,7 @@ def test_run_streams_votes_and_decision_and_stores_the_debate(capsys):
 
 
 def test_ctrl_c_stops_the_debate_gracefully(capsys, monkeypatch):
-    from mad_core.engine import Controller
+    from mad_core.controller import Controller
     from mad_core.models.scripted import Script, register_script, unregister_script
 
     stopped = threading.Event()
@@ -297,7 +298,7 @@ def test_ctrl_c_stops_the_debate_gracefully(capsys, monkeypatch):
     assert "Debate stopped." in out and "Decision" not in out
     assert signal.getsignal(signal.SIGINT) is before  # the handler it found is put back
     with Store() as store:
-        (debate,) = store.list_debates()
+        (debate,) = list_debates(store)
         assert debate["status"] == "stopped"
         assert store.votes(debate["id"]) == [] and store.decisions(debate["id"]) == []
 
@@ -318,14 +319,14 @@ def test_a_second_ctrl_c_stops_at_once_and_leaves_no_engine_thread(capsys, monke
     assert code == 130 and "Debate stopped." in err
     assert not [t for t in threading.enumerate() if t.name.startswith("madlab-debate")]
     with Store() as store:
-        (debate,) = store.list_debates()
+        (debate,) = list_debates(store)
         assert debate["status"] == "stopped" and store.decisions(debate["id"]) == []
 
 
 def test_resume_finishes_an_interrupted_debate(capsys):
     code, out, _ = run_cli(capsys, *RUN)
     with Store() as store:
-        (debate,) = store.list_debates()
+        (debate,) = list_debates(store)
         debate_id = debate["id"]
         kept = [t for t in store.turns(debate_id) if t.kind == "discussion"]
         # Pretend the process died after the discussion round.
@@ -365,7 +366,7 @@ def test_a_preset_runs_by_name_or_by_its_file(capsys, how):
     argv = ["--preset", "du_simultaneous"] if how == "preset" else ["--config", str(PRESET_DIR / "du_simultaneous.yaml")]
     code, _, err = run_cli(capsys, "run", *argv, "--model", "scripted/echo", "--rounds", "1", "--max-rounds", "1")
     assert code == 0, err
-    (debate,) = Store().list_debates()
+    (debate,) = list_debates(Store())
     config = Store().get_debate(debate["id"])["config"]
     wanted = load_presets()["du_simultaneous"]["config"]
     assert config["question"] == wanted["question"] and config["paradigm"] == wanted["paradigm"]

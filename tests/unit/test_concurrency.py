@@ -8,6 +8,7 @@ debate ends visibly as failed, never 'running' forever).
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sqlite3
@@ -19,19 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from mad_core import Controller, DebateConfig, DebateEngine
-from mad_core.engine import prepare_resume
+from mad_core import DebateEngine, codebook, exports
 from mad_core.events import DebateFinished, Turn, TurnFinished
-from mad_core.store import HEARTBEATS, ResumeRefused, Store
+from mad_core.resume import prepare_resume
+from mad_core.store import HEARTBEATS, ResumeRefused, Store, list_debates, mark_dead_interrupted, search_turns
+from tests import builders
+from tests.builders import run
 
 WORKER = Path(__file__).with_name("debate_worker.py")
 ROOT = WORKER.parent.parent.parent
 
 
-def config(model: str, **settings) -> DebateConfig:
-    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(3)]
-    return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents,
-                                   "rounds": 2, "max_rounds": 2, **settings})
+config = functools.partial(builders.config, rounds=2, max_rounds=2)  # 3 agents, 2 rounds
 
 
 def worker(db: Path, *args: str, token_delay: float | None = None) -> subprocess.Popen:
@@ -90,18 +90,18 @@ def test_ten_debates_in_ten_threads_all_end_with_every_turn_on_disk(script, role
     model, _ = script(roles(), token_delay=0.001)
     ends: dict[int, list] = {}
 
-    def run(n: int) -> None:
-        engine = DebateEngine(config(model, question=f"Question {n}?"), store=path)
-        ends[n] = [(e.status, engine.debate_id) for e in engine.run() if isinstance(e, DebateFinished)]
+    def debate(n: int) -> None:
+        events = run(config(model, question=f"Question {n}?"), store=Store(path))
+        ends[n] = [(e.status, events.engine.debate_id) for e in events if isinstance(e, DebateFinished)]
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(10)]
+    threads = [threading.Thread(target=debate, args=(n,)) for n in range(10)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert sorted(ends) == list(range(10)) and all(len(v) == 1 and v[0][0] == "finished" for v in ends.values())
     with Store(path) as store:
-        debates = store.list_debates()
+        debates = list_debates(store)
         assert len(debates) == 10 and {d["status"] for d in debates} == {"finished"}
         for d in debates:  # 6 discussion turns, 3 extractions, 3 votes, a decision, nobody holding it
             kinds = [t.kind for t in store.turns(d["id"])]
@@ -118,7 +118,7 @@ def letter_counts(texts: list[str]) -> list[list[float]]:
 def test_annotating_searching_and_exporting_while_debates_run_never_fail(script, roles, tmp_path):
     path = tmp_path / "db.sqlite"
     model, _ = script(roles(), token_delay=0.002)
-    engines = [DebateEngine(config(model, question=f"Question {n}?"), store=path) for n in range(3)]
+    engines = [DebateEngine(config(model, question=f"Question {n}?"), store=Store(path)) for n in range(3)]
     ends: list[tuple[str, str | None]] = []
     threads = [threading.Thread(target=lambda e=e: ends.extend((x.status, x.reason) for x in e.run()
                                                                  if isinstance(x, DebateFinished)))
@@ -130,20 +130,20 @@ def test_annotating_searching_and_exporting_while_debates_run_never_fail(script,
         while any(thread.is_alive() for thread in threads):
             for engine in engines:
                 for turn in store.turns(engine.debate_id)[-1:]:
-                    store.annotate(engine.debate_id, turn.id, "seen", f"note {made}")
+                    codebook.annotate(store, engine.debate_id, turn.id, "seen", f"note {made}")
                     made += 1
                     # The metrics are computed and cached too, with a cheap embedder: SBERT's model would make
                     # this thread hog a busy machine's CPU, which is not what this test is about.
-                    store.export_debate(engine.debate_id, embed=letter_counts)
-                    store.to_markdown(engine.debate_id, embed=letter_counts)
-                    store.to_csv(engine.debate_id, embed=letter_counts)
-            store.search_turns("reasoning")
-            store.list_debates(search="Paris")
+                    exports.export_debate(store, engine.debate_id, embed=letter_counts)
+                    exports.to_markdown(store, engine.debate_id, embed=letter_counts)
+                    exports.to_csv(store, engine.debate_id, embed=letter_counts)
+            search_turns(store, "reasoning")
+            list_debates(store, search="Paris")
         for thread in threads:
             thread.join()
         assert [status for status, _ in ends] == ["finished"] * 3, ends  # the reasons, if one failed
         assert made > 0 and sum(len(store.annotations(e.debate_id)) for e in engines) == made
-        assert {d["status"] for d in store.list_debates()} == {"finished"}
+        assert {d["status"] for d in list_debates(store)} == {"finished"}
 
 
 def test_a_lagging_heartbeat_does_not_let_this_process_interrupt_its_own_running_debate(script, roles, tmp_path):
@@ -152,7 +152,7 @@ def test_a_lagging_heartbeat_does_not_let_this_process_interrupt_its_own_running
     (no claim held) the same staleness is an interruption, as before."""
     path = tmp_path / "db.sqlite"
     model, s = script(roles(), faults={0: "hang"})
-    engine = DebateEngine(config(model), store=path)
+    engine = DebateEngine(config(model), store=Store(path))
     ends: list[tuple[str, str | None]] = []
     thread = threading.Thread(target=lambda: ends.extend((e.status, e.reason) for e in engine.run()
                                                          if isinstance(e, DebateFinished)))
@@ -162,8 +162,8 @@ def test_a_lagging_heartbeat_does_not_let_this_process_interrupt_its_own_running
         with Store(path) as store:
             stale = time.time() - 3600
             store.db["debates"].update(engine.debate_id, {"heartbeat_at": stale, "updated_at": stale})
-            assert store.mark_dead_interrupted() == []  # must not happen: its own live debate interrupted
-            assert store.list_debates()[0]["status"] == "running"
+            assert mark_dead_interrupted(store) == []  # must not happen: its own live debate interrupted
+            assert list_debates(store)[0]["status"] == "running"
     finally:
         s.release()
         thread.join()
@@ -171,17 +171,18 @@ def test_a_lagging_heartbeat_does_not_let_this_process_interrupt_its_own_running
     with Store(path) as store:
         store.db["debates"].update(engine.debate_id, {"status": "running", "owner": engine.owner, "heartbeat_at": stale,
                                                       "updated_at": stale})
-        assert store.mark_dead_interrupted() == [engine.debate_id]  # ended: nobody holds it any more
+        assert mark_dead_interrupted(store) == [engine.debate_id]  # ended: nobody holds it any more
 
 
 def test_two_resumes_started_together_exactly_one_runs(script, roles, tmp_path):
     path = tmp_path / "db.sqlite"
     model, _ = script(roles(), token_delay=0.001)
-    controller = Controller()
-    engine = DebateEngine(config(model), controller=controller, store=path)
-    for event in engine.run():
+
+    def stop(event, engine):
         if isinstance(event, TurnFinished) and event.turn.round == 2:
-            controller.stop()
+            engine.controller.stop()
+
+    engine = run(config(model), steer=stop, store=Store(path)).engine
     barrier, got, refused = threading.Barrier(2), [], []
 
     def resume() -> None:
@@ -220,7 +221,7 @@ def test_a_database_error_mid_debate_ends_it_visibly_as_failed(script, roles, tm
         return real_record(self, event, debate_id)
 
     monkeypatch.setattr(Store, "record", flaky)
-    engine = DebateEngine(config(model), store=path)
+    engine = DebateEngine(config(model), store=Store(path))
     ends = [e for e in engine.run() if isinstance(e, DebateFinished)]
     assert [e.status for e in ends] == ["failed"]
     assert "database could not be written" in ends[0].reason and "disk I/O error" in ends[0].reason
@@ -243,14 +244,14 @@ def test_a_database_that_cannot_be_written_at_all_still_ends_the_debate(script, 
         raise sqlite3.OperationalError("database disk image is malformed")
 
     monkeypatch.setattr(Store, "record", broken)
-    engine = DebateEngine(config(model), store=path)
+    engine = DebateEngine(config(model), store=Store(path))
     ends = [e for e in engine.run() if isinstance(e, DebateFinished)]
     assert [e.status for e in ends] == ["failed"] and "malformed" in ends[0].reason
     assert (str(path), engine.debate_id) not in HEARTBEATS.held()  # no beat: its claim expires
     with Store(path) as store:
         store.db["debates"].update(engine.debate_id, {"heartbeat_at": time.time() - 3600,
                                                       "updated_at": time.time() - 3600})
-        assert store.mark_dead_interrupted() == [engine.debate_id]
+        assert mark_dead_interrupted(store) == [engine.debate_id]
         assert len(store.turns(engine.debate_id)) == 2  # what was written stays
 
 
@@ -262,7 +263,7 @@ def test_six_cli_debates_at_once_all_finish(tmp_path):
     assert [code for code, _ in results] == [0] * 6, results
     assert all("Traceback" not in err for _, err in results)
     with Store(db) as store:
-        debates = store.list_debates()
+        debates = list_debates(store)
         assert len(debates) == 6 and {d["status"] for d in debates} == {"finished"}
         assert all(len(ok_turns(store, d["id"])) == 12 for d in debates)
 
@@ -271,11 +272,11 @@ def test_two_resume_processes_exactly_one_runs(tmp_path):
     db = tmp_path / "db.sqlite"
     first = worker(db, *RUN, token_delay=0.02)
     with Store(db) as store:
-        wait_for(lambda: store.list_debates() and len(store.turns(store.list_debates()[0]["id"])) >= 2,
+        wait_for(lambda: list_debates(store) and len(store.turns(list_debates(store)[0]["id"])) >= 2,
                  "two turns on disk")
         first.send_signal(signal.SIGKILL)
         first.wait()
-        debate_id = store.list_debates()[0]["id"]
+        debate_id = list_debates(store)[0]["id"]
         store.db["debates"].update(debate_id, {"heartbeat_at": time.time() - 3600})  # as if long dead
     resumes = [worker(db, "resume", debate_id, token_delay=0.005) for _ in range(2)]
     results = sorted((p.wait(timeout=300), p.stderr.read()) for p in resumes)
@@ -293,16 +294,16 @@ def test_kill_9_mid_debate_then_resume_continues_as_if_uninterrupted(tmp_path, k
     assert worker(reference_db, *RUN).wait(timeout=300) == 0
     victim = worker(db, *RUN, token_delay=0.01)
     with Store(db) as store:
-        wait_for(lambda: store.list_debates() and
-                 len(ok_turns(store, store.list_debates()[0]["id"])) >= kill_after, f"{kill_after} turns")
+        wait_for(lambda: list_debates(store) and
+                 len(ok_turns(store, list_debates(store)[0]["id"])) >= kill_after, f"{kill_after} turns")
         victim.send_signal(signal.SIGKILL)
         victim.wait()
-        debate_id = store.list_debates()[0]["id"]
+        debate_id = list_debates(store)[0]["id"]
         assert store.get_debate(debate_id)["status"] == "interrupted"  # its process is gone
     resumed = worker(db, "resume", debate_id)
     assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
     with Store(reference_db) as ref, Store(db) as store:
-        reference_id = ref.list_debates()[0]["id"]
+        reference_id = list_debates(ref)[0]["id"]
         assert ok_turns(store, debate_id) == ok_turns(ref, reference_id)
         assert store.get_debate(debate_id)["answer"] == ref.get_debate(reference_id)["answer"]
         assert sorted((v["agent"], v["ballot"]) for v in store.votes(debate_id)) == \

@@ -9,9 +9,11 @@ import io
 
 import pytest
 
+from mad_core import codebook, exports
 from mad_core.events import Turn, TurnFinished
 from mad_core.experiments import results
-from mad_core.store import Store, csv_safe
+from mad_core.exports import csv_safe
+from mad_core.store import Store
 
 FORMULAS = ["=1+1", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR",
             " =1+1", "  +1", "\n=1+1", "\r\n@SUM(A1)", "\t-1+2", "\u00a0=1+1", "\u2003=1+1", "\u3000+1",
@@ -48,9 +50,9 @@ def test_every_csv_writer_uses_the_rule(tmp_path):
         store.create_debate(debate_id, {"question": "q", "agents": [{"label": "A", "model": "scripted/echo"}]})
         for seq, text in enumerate(FORMULAS):
             store.record(TurnFinished(turn=turn(seq, text)), debate_id)
-            store.annotate(debate_id, f"turn-{seq}", "flip", text)
-        turns = list(csv.DictReader(io.StringIO(store.to_csv(debate_id), newline="")))
-        notes = list(csv.DictReader(io.StringIO(store.annotations_csv(debate_id), newline="")))
+            codebook.annotate(store, debate_id, f"turn-{seq}", "flip", text)
+        turns = list(csv.DictReader(io.StringIO(exports.to_csv(store, debate_id), newline="")))
+        notes = list(csv.DictReader(io.StringIO(exports.annotations_csv(store, debate_id), newline="")))
     assert [row["content"] for row in turns] == ["'" + t for t in FORMULAS]
     assert [row["agent"] for row in turns] == ["'" + t for t in FORMULAS]
     assert [row["note"] for row in notes] == ["'" + t for t in FORMULAS]

@@ -10,25 +10,7 @@ from mad_core.events import (ChallengeResult, DebateFinished, DecisionAttempted,
                              RoundStarted, SteeringApplied, TokenReceived, TurnFinished, TurnStarted, VoteCast)
 from mad_core.prompts import TIT_FOR_TAT
 from mad_core.store import Store
-
-
-def make_config(model: str, n: int = 3, **settings) -> DebateConfig:
-    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
-    return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents, **settings})
-
-
-def run(config: DebateConfig, **kwargs):
-    engine = DebateEngine(config, **kwargs)
-    events = list(engine.run())
-    return events, engine
-
-
-def of(events, cls):
-    return [e for e in events if isinstance(e, cls)]
-
-
-def turns(events, kind=None):
-    return [e.turn for e in of(events, TurnFinished) if kind is None or e.turn.kind == kind]
+from tests.builders import config, of, run, turns
 
 
 def user_text(turn) -> str:
@@ -56,13 +38,13 @@ def test_components_lists_every_name_the_issue_requires():
 def test_voting_protocols_decide_from_parsed_ballots(script, roles, protocol, votes, winner):
     answers = {"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Nice"}
     model, _ = script(roles(answers, votes))
-    events, engine = run(make_config(model, protocol=protocol, rounds=1, max_rounds=2))
+    events = run(config(model, protocol=protocol, rounds=1, max_rounds=2))
     decision = of(events, DecisionReached)[0]
     assert decision.winner_index == winner
     assert decision.answer == ["Paris", "Lyon", "Nice"][winner]
     assert decision.solutions == ["Paris", "Lyon", "Nice"]  # extracted before voting (seed 000 E.1)
     assert len(turns(events, "extraction")) == 3
-    assert engine.status == "finished" and of(events, DebateFinished)[-1].status == "finished"
+    assert events.engine.status == "finished" and of(events, DebateFinished)[-1].status == "finished"
 
 
 def test_tie_means_another_round_and_a_new_vote(script, roles):
@@ -71,7 +53,7 @@ def test_tie_means_another_round_and_a_new_vote(script, roles):
             return {"Agent 1": "1", "Agent 2": "2", "Agent 3": "3"}[agent]
         return "2"
     model, _ = script(roles({"Agent 1": "A", "Agent 2": "B", "Agent 3": "C"}, votes))
-    events, _ = run(make_config(model, protocol="simple_voting", rounds=1, max_rounds=3))
+    events = run(config(model, protocol="simple_voting", rounds=1, max_rounds=3))
     attempts = of(events, DecisionAttempted)
     assert [a.reached for a in attempts] == [False, True]
     assert "tie" in attempts[0].reason
@@ -82,7 +64,7 @@ def test_tie_means_another_round_and_a_new_vote(script, roles):
 def test_invalid_ballot_is_reasked_then_recorded_invalid_not_counted(script, roles):
     votes = {"Agent 1": "I like all of them", "Agent 2": "2", "Agent 3": "2"}
     model, _ = script(roles({"Agent 1": "A", "Agent 2": "B", "Agent 3": "C"}, votes))
-    events, _ = run(make_config(model, protocol="simple_voting", rounds=1, max_rounds=1, vote_retries=2))
+    events = run(config(model, protocol="simple_voting", rounds=1, max_rounds=1, vote_retries=2))
     bad = [v for v in of(events, VoteCast) if v.agent == "Agent 1"]
     assert [v.attempt for v in bad] == [1, 2, 3]  # asked once, re-asked twice
     assert all(not v.valid and v.reason for v in bad)
@@ -96,12 +78,12 @@ def test_turn_cap_uses_first_agents_solution(script, roles):
     def votes(agent, rnd, _):
         return {"Agent 1": "1", "Agent 2": "2", "Agent 3": "3"}[agent]  # always a tie
     model, _ = script(roles({"Agent 1": "A", "Agent 2": "B", "Agent 3": "C"}, votes))
-    events, engine = run(make_config(model, protocol="simple_voting", rounds=1, max_rounds=2))
+    events = run(config(model, protocol="simple_voting", rounds=1, max_rounds=2))
     decision = of(events, DecisionReached)[0]
     assert decision.answer == "A" and decision.winner_agent == "Agent 1"
     assert "turn cap" in decision.fallback
     assert max(t.round for t in turns(events, "discussion")) == 2
-    assert engine.status == "finished"
+    assert events.engine.status == "finished"
 
 
 def test_solution_counting_ties_go_another_round(script, roles):
@@ -113,7 +95,7 @@ def test_solution_counting_ties_go_another_round(script, roles):
             return {"Agent 1": "A", "Agent 2": "B"}[meta["agent"]]
         return "B"
     model, _ = script(roles(extraction=extraction))
-    events, _ = run(make_config(model, n=2, protocol="solution_counting", rounds=1, max_rounds=3))
+    events = run(config(model, n=2, protocol="solution_counting", rounds=1, max_rounds=3))
     attempts = of(events, DecisionAttempted)
     assert [a.reached for a in attempts] == [False, True]
     assert of(events, DecisionReached)[0].answer == "B"
@@ -137,7 +119,7 @@ def test_consensus_thresholds(script, protocol, reached):
             return "AGREE. Same here.\nFinal answer: Paris"
         return "I have no opinion.\nFinal answer: Paris"  # neither AGREE nor DISAGREE
     model, _ = script(reply)
-    events, _ = run(make_config(model, protocol=protocol, rounds=1, max_rounds=2))
+    events = run(config(model, protocol=protocol, rounds=1, max_rounds=2))
     assert of(events, DecisionAttempted)[0].reached is reached
     decision = of(events, DecisionReached)[0]
     assert decision.answer == "Paris"
@@ -157,7 +139,7 @@ def test_consensus_disagreement_makes_a_new_proposal(script):
             return "DISAGREE. It is Lyon.\nFinal answer: Lyon"
         return "AGREE with Agent 2.\nFinal answer: Lyon"
     model, _ = script(reply)
-    events, _ = run(make_config(model, protocol="majority_consensus", rounds=1, max_rounds=1))
+    events = run(config(model, protocol="majority_consensus", rounds=1, max_rounds=1))
     decision = of(events, DecisionReached)[0]
     assert decision.winner_agent == "Agent 2" and decision.answer == "Lyon"
     assert decision.details["agree"] == {"Agent 1": False, "Agent 2": True, "Agent 3": True}
@@ -176,7 +158,7 @@ def test_consensus_is_checked_after_every_answer_and_the_last_speaker_solves(scr
             return "It is Paris.\nFinal answer: Paris"
         return "AGREE, that is right.\nFinal answer: Paris"
     model, s = script(reply)
-    events, _ = run(make_config(model, protocol="majority_consensus", rounds=3, max_rounds=5))
+    events = run(config(model, protocol="majority_consensus", rounds=3, max_rounds=5))
     discussion = turns(events, "discussion")
     assert [(t.agent, t.round) for t in discussion] == [("Agent 1", 1), ("Agent 2", 1)]  # Agent 3 never spoke
     assert "The current proposal, from Agent 1: Paris" in user_text(discussion[1])
@@ -204,18 +186,21 @@ def test_four_agents_consensus_ends_at_the_first_turn_that_reaches_the_share(scr
             return "It is Paris.\nFinal answer: Paris"
         return "AGREE, that is right.\nFinal answer: Paris"
     model, _ = script(reply)
-    events, _ = run(make_config(model, n=4, protocol=protocol, rounds=1, max_rounds=2))
+    events = run(config(model, n=4, protocol=protocol, rounds=1, max_rounds=2))
     assert [t.agent for t in turns(events, "discussion")] == speakers  # nobody after that speaks
     assert of(events, DecisionReached)[0].fallback is None
 
 
 def test_the_engine_names_no_component():
-    """Protocols, paradigms and orderings own their behaviour: the engine tests none of their names."""
+    """Protocols, paradigms and orderings own their behaviour: the engine (and its collaborators) tests
+    none of their names."""
+    import importlib
     import inspect
 
-    import mad_core.engine as engine_module
     from mad_core.events import TURN_KINDS
-    source = inspect.getsource(engine_module)
+    source = "\n".join(inspect.getsource(importlib.import_module(f"mad_core.{name}"))
+                       for name in ("engine", "calls", "context", "controller", "discussion", "phases", "replay",
+                                    "resume", "recorder"))
     for names in components().values():
         for name in set(names) - set(TURN_KINDS):  # "judge" is also the kind of a judge's turn
             assert f'"{name}"' not in source and f"'{name}'" not in source, name
@@ -236,7 +221,7 @@ def speaker(text):
 
 def paradigm_run(script, paradigm, n=3, rounds=2, **settings):
     model, _ = script(speaker(lambda meta: f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: Paris"))
-    events, _ = run(make_config(model, n=n, paradigm=paradigm, rounds=rounds, max_rounds=rounds, **settings))
+    events = run(config(model, n=n, paradigm=paradigm, rounds=rounds, max_rounds=rounds, **settings))
     return turns(events, "discussion") + turns(events, "draft"), events
 
 
@@ -302,7 +287,7 @@ def test_collective_improvement_shows_the_previous_rounds_full_responses(script)
 def test_collective_improvement_is_refused_with_consensus_protocols(script, protocol):
     model, _ = script(["x"])
     with pytest.raises(ConfigError) as refused:
-        make_config(model, paradigm="collective_refinement", protocol=protocol)
+        config(model, paradigm="collective_refinement", protocol=protocol)
     assert refused.value.field == "protocol" and "voting protocols" in refused.value.message
 
 
@@ -317,7 +302,7 @@ def test_simultaneous_talk_with_a_summarizer(script):
             return f"SUMMARY-R{meta['round']}"
         return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: Paris"
     model, s = script(reply)
-    events, _ = run(make_config(model, paradigm="simultaneous_summarizer", rounds=2, max_rounds=2))
+    events = run(config(model, paradigm="simultaneous_summarizer", rounds=2, max_rounds=2))
     summaries = turns(events, "summary")
     assert [(t.agent, t.round) for t in summaries] == [("summarizer", 1), ("summarizer", 2)]
     first = user_text(summaries[0])
@@ -334,7 +319,7 @@ def test_simultaneous_talk_with_a_summarizer(script):
 ])
 def test_sparse_connectivity_limits_who_sees_whom(script, connectivity, sees):
     model, _ = script(speaker(lambda meta: f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: Paris"))
-    events, _ = run(make_config(model, n=4, paradigm="simultaneous", rounds=2, max_rounds=2,
+    events = run(config(model, n=4, paradigm="simultaneous", rounds=2, max_rounds=2,
                                 connectivity=connectivity))
     for viewer, others in sees.items():
         text = user_text(find(turns(events, "discussion"), viewer, 2))
@@ -345,13 +330,13 @@ def test_sparse_connectivity_limits_who_sees_whom(script, connectivity, sees):
 def test_connectivity_must_name_agents(script):
     model, _ = script(["x"])
     with pytest.raises(ConfigError) as refused:
-        make_config(model, connectivity={"Agent 9": []})
+        config(model, connectivity={"Agent 9": []})
     assert refused.value.field == "connectivity"
     with pytest.raises(ConfigError) as refused:
-        make_config(model, connectivity="star")
+        config(model, connectivity="star")
     assert refused.value.field == "connectivity"
     with pytest.raises(ConfigError, match="summarizer shares everyone's messages") as refused:
-        make_config(model, connectivity="ring", paradigm="simultaneous_summarizer")
+        config(model, connectivity="ring", paradigm="simultaneous_summarizer")
     assert refused.value.field == "connectivity"
 
 
@@ -373,7 +358,7 @@ def test_aad_makes_round_one_independent_without_adding_a_round(script):
 
 def test_reasoning_generator_hides_others_final_answers(script):
     model, _ = script(speaker(lambda meta: f"Because of {said(meta['agent'])}.\nFinal answer: SECRET-{meta['agent'][-1]}"))
-    events, _ = run(make_config(model, response_generator="reasoning", rounds=1, max_rounds=1))
+    events = run(config(model, response_generator="reasoning", rounds=1, max_rounds=1))
     third = find(turns(events, "discussion"), "Agent 3", 1)
     text = user_text(third)
     assert "UNIQUE-Agent1" in text and "SECRET-1" not in text and "SECRET-2" not in text
@@ -389,7 +374,7 @@ def test_reasoning_generator_shares_reasoning_only_and_each_agent_solves_at_the_
             return f"Final answer: OWN-{meta['agent'][-1]}"
         return f"Because of {said(meta['agent'])}-R{meta['round']}."
     model, s = script(reply)
-    events, _ = run(make_config(model, response_generator="reasoning", rounds=2, max_rounds=2))
+    events = run(config(model, response_generator="reasoning", rounds=2, max_rounds=2))
     discussion = turns(events, "discussion")
     assert all("Final answer" not in user_text(t) for t in discussion)  # never asked for an answer
     assert all(t.answer is None for t in discussion)
@@ -404,7 +389,7 @@ def test_reasoning_generator_shares_reasoning_only_and_each_agent_solves_at_the_
 def test_confidence_visibility_switch(script):
     model, _ = script(speaker(lambda meta: f"{said(meta['agent'])}\nConfidence: 7/10\nFinal answer: Paris"))
     for visible in (True, False):
-        events, _ = run(make_config(model, rounds=1, max_rounds=1, confidence=True, confidence_visible=visible))
+        events = run(config(model, rounds=1, max_rounds=1, confidence=True, confidence_visible=visible))
         ts = turns(events, "discussion")
         assert ts[0].confidence == 7
         assert "Confidence:" in user_text(ts[0])  # the agent is asked for it
@@ -414,7 +399,7 @@ def test_confidence_visibility_switch(script):
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
 def test_tit_for_tat_level_text_in_prompt(script, roles, level):
     model, _ = script(roles())
-    events, _ = run(make_config(model, rounds=1, max_rounds=1, tit_for_tat=level))
+    events = run(config(model, rounds=1, max_rounds=1, tit_for_tat=level))
     system = turns(events, "discussion")[0].prompt[0]["content"]
     assert TIT_FOR_TAT[level] in system
     assert all(TIT_FOR_TAT[other] not in system for other in TIT_FOR_TAT if other != level)
@@ -433,7 +418,7 @@ def test_two_sided_judge_breaks_when_it_finds_an_answer_the_last_round_included(
             return "Decision: YES\nAnswer: 42" if meta["round"] == 2 else "Decision: NO\nAnswer:"
         return f"{meta['agent']} argues.\nFinal answer: 42"
     model, _ = script(reply)
-    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", judge_model=model,
+    events = run(config(model, n=2, paradigm="two_sided", protocol="judge", judge_model=model,
                                 rounds=rounds, max_rounds=rounds))
     ts = turns(events, "discussion")
     assert "affirmative" in ts[0].prompt[0]["content"] and "negative" in ts[1].prompt[0]["content"]
@@ -456,9 +441,9 @@ def test_the_mad_judge_reads_its_own_dict_format_and_records_the_side_it_support
     first, _ = script(reply)
     second, _ = script(reply)
     agents = [{"label": "Affirmative", "model": first}, {"label": "Negative", "model": second}]
-    config = DebateConfig.from_dict({"question": "3 * 4?", "agents": agents, "paradigm": "two_sided",
-                                     "protocol": "judge", "judge_model": first, "rounds": 3, "max_rounds": 3})
-    events, _ = run(config)
+    cfg = DebateConfig.from_dict({"question": "3 * 4?", "agents": agents, "paradigm": "two_sided",
+                                  "protocol": "judge", "judge_model": first, "rounds": 3, "max_rounds": 3})
+    events = run(cfg)
     decision = of(events, DecisionReached)[0]
     assert (decision.answer, decision.round) == ("12", 1)
     assert decision.details["side"] == "negative"
@@ -474,7 +459,7 @@ def test_two_sided_judge_extracts_only_when_no_verdict_was_reached(script):
             return "Decision: NO\nAnswer:" if "Decision:" in messages[-1]["content"] else "Final answer: 7"
         return "argument\nFinal answer: 6"
     model, _ = script(reply)
-    events, _ = run(make_config(model, n=2, paradigm="two_sided", protocol="judge", rounds=3, max_rounds=3))
+    events = run(config(model, n=2, paradigm="two_sided", protocol="judge", rounds=3, max_rounds=3))
     assert judge_calls(events) == ["verdict", "verdict", "verdict", "extract"]
     assert len(turns(events, "discussion")) == 6
     decision = of(events, DecisionReached)[0]
@@ -495,10 +480,10 @@ def test_two_sided_debaters_of_different_models_must_name_the_judge(script, role
 def test_two_sided_needs_two_to_four_agents_and_judge(script, roles):
     model, _ = script(roles())
     with pytest.raises(ConfigError) as err:  # seed 002 Table 7 goes up to 4 (tests/unit/test_mad_debaters.py)
-        make_config(model, n=5, paradigm="two_sided", protocol="judge")
+        config(model, n=5, paradigm="two_sided", protocol="judge")
     assert err.value.field == "agents"
     with pytest.raises(ConfigError) as err:
-        make_config(model, n=2, paradigm="two_sided", protocol="simple_voting")
+        config(model, n=2, paradigm="two_sided", protocol="simple_voting")
     assert err.value.field == "protocol"
 
 
@@ -507,7 +492,7 @@ def test_madc_orders_most_consistent_last(script):
     answers = {"Agent 1": "B", "Agent 2": "A", "Agent 3": "A"}
     model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] == "vote" else
                       f"x\nFinal answer: {answers[info['metadata']['agent']]}")
-    events, _ = run(make_config(model, ordering="madc", rounds=2, max_rounds=2, extract_final_answers=False))
+    events = run(config(model, ordering="madc", rounds=2, max_rounds=2, extract_final_answers=False))
     orders = [e.order for e in of(events, RoundStarted)]
     assert orders[0] == ["Agent 1", "Agent 2", "Agent 3"]
     assert orders[1][0] == "Agent 1" and set(orders[1][1:]) == {"Agent 2", "Agent 3"}
@@ -519,10 +504,10 @@ def test_truth_last_and_first(script):
                       f"x\nFinal answer: {answers[info['metadata']['agent']]}")
     for ordering, expected in (("truth_last", ["Agent 2", "Agent 3", "Agent 1"]),
                                ("truth_first", ["Agent 1", "Agent 2", "Agent 3"])):
-        events, _ = run(make_config(model, ordering=ordering, reference="Paris", rounds=2, max_rounds=2))
+        events = run(config(model, ordering=ordering, reference="Paris", rounds=2, max_rounds=2))
         assert of(events, RoundStarted)[1].order == expected
     with pytest.raises(ConfigError) as err:
-        make_config(model, ordering="truth_last")
+        config(model, ordering="truth_last")
     assert err.value.field == "reference"
 
 
@@ -530,7 +515,7 @@ def test_random_order_is_reproducible_with_a_seed(script, roles):
     model, _ = script(roles())
     orders = []
     for _ in range(2):
-        events, _ = run(make_config(model, n=5, ordering="random", seed=7, rounds=3, max_rounds=3))
+        events = run(config(model, n=5, ordering="random", seed=7, rounds=3, max_rounds=3))
         orders.append([e.order for e in of(events, RoundStarted)])
     assert orders[0] == orders[1]
     # Seed 003: roles are allocated at random once, before the debate, then keep their places.
@@ -552,7 +537,7 @@ def test_simultaneous_prompts_present_the_previous_round_in_the_rounds_order(scr
             assert finish_last.wait(timeout=30)
         return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: P{meta['agent'][-1]}"
     model, _ = script(reply)
-    engine, events, done = DebateEngine(make_config(model, paradigm=paradigm, rounds=2, max_rounds=2)), [], set()
+    engine, events, done = DebateEngine(config(model, paradigm=paradigm, rounds=2, max_rounds=2)), [], set()
     for event in engine.run():
         events.append(event)
         if isinstance(event, TurnFinished) and event.turn.round == 1:
@@ -590,10 +575,10 @@ def test_the_order_computed_for_a_round_is_the_order_its_prompts_show(script, pa
         return f"{said(meta['agent'])}-R{meta['round']}\nFinal answer: {answer_of[meta['agent']]}"
     model, _ = script(reply)
     settings = dict(paradigm=paradigm, rounds=2, max_rounds=2, reference="Paris", extract_final_answers=False)
-    events, _ = run(make_config(model, ordering=ordering, **settings))
+    events = run(config(model, ordering=ordering, **settings))
     order = of(events, RoundStarted)[1].order
     assert order == expected
-    fixed, _ = run(make_config(model, ordering="fixed", **settings))
+    fixed = run(config(model, ordering="fixed", **settings))
     for viewer in ("Agent 1", "Agent 2", "Agent 3"):
         prompt = user_text(find(turns(events, "discussion"), viewer, 2))
         shown = [a for a in ("Agent 1", "Agent 2", "Agent 3") if f"UNIQUE-{a.replace(' ', '')}-R1" in prompt]
@@ -610,7 +595,7 @@ def test_sequential_paradigms_keep_who_spoke_when(script):
     model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] in ("vote", "extraction") else
                       f"{said(info['metadata']['agent'])}-R{info['metadata']['round']}\n"
                       f"Final answer: {answers[info['metadata']['agent']]}")
-    events, _ = run(make_config(model, paradigm="memory", ordering="truth_last", reference="Paris", rounds=2,
+    events = run(config(model, paradigm="memory", ordering="truth_last", reference="Paris", rounds=2,
                                 max_rounds=2, extract_final_answers=False))
     assert of(events, RoundStarted)[1].order == ["Agent 2", "Agent 3", "Agent 1"]
     prompt = user_text(find(turns(events, "discussion"), "Agent 2", 2))
@@ -629,15 +614,15 @@ def test_report_moderator_stays_the_first_configured_agent_whatever_the_order(sc
 
 def test_each_call_gets_its_own_seed_derived_from_the_debate_seed(script, roles):
     model, s = script(roles())
-    run(make_config(model, rounds=2, max_rounds=2, seed=123))
+    run(config(model, rounds=2, max_rounds=2, seed=123))
     seeds = {(c["metadata"]["agent"], c["metadata"]["round"], c["metadata"]["kind"]): c["seed"] for c in s.history}
     assert len(seeds) == len(s.history) == 12 and all(isinstance(v, int) for v in seeds.values())
     assert len(set(seeds.values())) == len(seeds)  # same-model agents do not share their noise
     model2, again = script(roles())
-    run(make_config(model2, rounds=2, max_rounds=2, seed=123))
+    run(config(model2, rounds=2, max_rounds=2, seed=123))
     assert [c["seed"] for c in again.history if c["metadata"]["kind"] == "discussion"] == \
         [c["seed"] for c in s.history if c["metadata"]["kind"] == "discussion"]  # reproducible
-    run(make_config(model2, rounds=1, max_rounds=1))
+    run(config(model2, rounds=1, max_rounds=1))
     assert again.history[-1]["seed"] is None  # no debate seed: none is sent
 
 
@@ -646,7 +631,7 @@ def test_generated_personas_are_asked_one_at_a_time_and_a_repeated_expert_is_re_
     replies = iter(['{"personas": ["Geographer: knows capitals"]}', '{"personas": ["Geographer: knows capitals"]}',
                     '{"personas": ["Historian: knows France"]}', '{"personas": ["Linguist: knows names"]}'])
     model, _ = script(roles(persona=lambda m, meta: next(replies)))
-    events, _ = run(make_config(model, rounds=1, max_rounds=1, auto_personas=True))
+    events = run(config(model, rounds=1, max_rounds=1, auto_personas=True))
     assigned = of(events, PersonasAssigned)[0].personas
     assert assigned == {"Agent 1": "Geographer: knows capitals", "Agent 2": "Historian: knows France",
                         "Agent 3": "Linguist: knows names"}
@@ -660,19 +645,20 @@ def test_generated_personas_are_asked_one_at_a_time_and_a_repeated_expert_is_re_
 def test_challenge_step_is_recorded(script, roles):
     model, _ = script(roles(challenge=lambda m, meta: "DISAGREE" if meta["agent"] == "Agent 2" and
                             "Give the answer" not in m[-1]["content"] else "It is Lyon.\nFinal answer: Lyon"))
-    events, _ = run(make_config(model, rounds=1, max_rounds=1, challenge=True))
+    events = run(config(model, rounds=1, max_rounds=1, challenge=True))
     results = {c.agent: c for c in of(events, ChallengeResult)}
-    assert results["Agent 2"].agrees is False and results["Agent 2"].new_answer == "Lyon"
-    assert results["Agent 1"].agrees is None or results["Agent 1"].agrees is not False
+    # Agent 2 disagrees and gives Lyon; the others' reply says neither AGREE nor DISAGREE: unknown, no change.
+    assert {agent: (c.agrees, c.new_answer) for agent, c in results.items()} == \
+        {"Agent 1": (None, None), "Agent 2": (False, "Lyon"), "Agent 3": (None, None)}
 
 
 def test_failed_model_is_retried_then_recorded_failed(script, roles):
     model, s = script(roles(), faults={0: "rate_limit", 2: "exception"})  # the retry is call 1
-    events, engine = run(make_config(model, rounds=1, max_rounds=1, retry_base_delay=0.0))
+    events = run(config(model, rounds=1, max_rounds=1, retry_base_delay=0.0))
     first, second = turns(events, "discussion")[:2]
     assert first.status == "ok" and first.attempts == 2  # rate limit retried
     assert second.status == "failed" and "RuntimeError" in second.error  # not transient: failed at once
-    assert engine.status == "finished"  # the debate goes on without the failed turn
+    assert events.engine.status == "finished"  # the debate goes on without the failed turn
     assert "Agent 2" not in of(events, DecisionReached)[0].solution_agents
 
 
@@ -680,14 +666,14 @@ def test_failed_model_is_retried_then_recorded_failed(script, roles):
 def test_stop_mid_turn_keeps_partial_turn_and_nobody_speaks_after(script, tmp_path):
     long = " ".join(f"word{i}" for i in range(200)) + "\nFinal answer: Paris"
     model, _ = script([long], token_delay=0.01)
-    controller = Controller()
     store = Store(tmp_path / "s.db")
-    engine = DebateEngine(make_config(model, rounds=1, max_rounds=1), controller=controller, store=store)
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def stop(event, engine):  # on the streaming call's thread, before the piece is queued
         if isinstance(event, TokenReceived) and event.agent == "Agent 2" and "word5" in event.text:
-            controller.stop()
+            engine.controller.stop()
+
+    events = run(config(model, rounds=1, max_rounds=1), steer=stop, store=store)
+    engine = events.engine
     assert engine.status == "stopped"
     started = [e.agent for e in of(events, TurnStarted)]
     assert "Agent 3" not in started  # must not happen: the next agent never speaks
@@ -700,14 +686,13 @@ def test_stop_mid_turn_keeps_partial_turn_and_nobody_speaks_after(script, tmp_pa
 
 
 def test_message_to_one_agent_reaches_only_that_agents_next_prompt(script, roles):
-    controller = Controller()
     model, _ = script(roles())
-    engine = DebateEngine(make_config(model, rounds=2, max_rounds=2), controller=controller)
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def say(event, engine):  # at the step boundary after Agent 1's first turn
         if isinstance(event, TurnFinished) and event.turn.agent == "Agent 1" and event.turn.round == 1:
-            controller.say("Consider Marseille too", targets=["Agent 3"])
+            engine.controller.say("Consider Marseille too", targets=["Agent 3"])
+
+    events = run(config(model, rounds=2, max_rounds=2), steer=say)
     steer = of(events, SteeringApplied)
     assert steer[0].targets == ["Agent 3"] and steer[0].message == "Consider Marseille too"
     with_msg = [t for t in turns(events) if "Consider Marseille too" in user_text(t)]
@@ -717,7 +702,7 @@ def test_message_to_one_agent_reaches_only_that_agents_next_prompt(script, roles
 def test_message_to_all_and_unknown_target(script, roles):
     controller = Controller()
     model, _ = script(roles())
-    engine = DebateEngine(make_config(model, rounds=1, max_rounds=1), controller=controller)
+    engine = DebateEngine(config(model, rounds=1, max_rounds=1), controller=controller)
     with pytest.raises(ValueError):
         controller.say("hi", targets=["Agent 9"])
     controller.say("Be brief")
@@ -726,18 +711,17 @@ def test_message_to_all_and_unknown_target(script, roles):
 
 
 def test_force_decision_now(script, roles):
-    controller = Controller()
     model, _ = script(roles(), token_delay=0.005)
-    engine = DebateEngine(make_config(model, rounds=3, max_rounds=5), controller=controller)
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def force(event, engine):
         if isinstance(event, TurnStarted) and event.agent == "Agent 2" and event.round == 1:
-            controller.force_decision()  # while Agent 2 speaks: its turn ends, then the vote
+            engine.controller.force_decision()  # while Agent 2 speaks: its turn ends, then the vote
+
+    events = run(config(model, rounds=3, max_rounds=5), steer=force)
     decision = of(events, DecisionReached)[0]
     assert decision.forced and decision.round == 1
     assert [t.agent for t in turns(events, "discussion")] == ["Agent 1", "Agent 2"]  # Agent 3 never spoke
-    assert engine.status == "finished"
+    assert events.engine.status == "finished"
 
 
 def test_pause_blocks_until_resume(script, roles):
@@ -751,7 +735,7 @@ def test_pause_blocks_until_resume(script, roles):
             paused.set()
         return roles()(messages, info)
     model, _ = script(reply)
-    engine = DebateEngine(make_config(model, rounds=1, max_rounds=1), controller=controller)
+    engine = DebateEngine(config(model, rounds=1, max_rounds=1), controller=controller)
     events = []
     for event in engine.run():
         events.append(event)
@@ -773,13 +757,12 @@ def test_pause_blocks_until_resume(script, roles):
 def test_every_turn_on_disk_and_resume_continues(script, roles, tmp_path):
     store = Store(tmp_path / "r.db")
     model, s = script(roles(), token_delay=0.005)
-    controller = Controller()
-    cfg = make_config(model, rounds=2, max_rounds=2)
-    engine = DebateEngine(cfg, controller=controller, store=store)
-    for event in engine.run():
+
+    def stop(event, engine):
         if isinstance(event, TokenReceived) and engine.round == 2 and event.agent == "Agent 2":
-            controller.stop()
-    debate_id = engine.debate_id
+            engine.controller.stop()
+
+    debate_id = run(config(model, rounds=2, max_rounds=2), steer=stop, store=store).engine.debate_id
     assert [t.status for t in store.turns(debate_id)] == ["ok"] * 4 + ["interrupted"]
     store.set_status(debate_id, "interrupted")  # as if the process had died
     calls_before = s.calls
@@ -800,9 +783,7 @@ def test_fork_inherits_history_and_links_parent(script, roles, tmp_path):
     from mad_core import fork_debate
     store = Store(tmp_path / "f.db")
     model, s = script(roles())
-    engine = DebateEngine(make_config(model, rounds=2, max_rounds=2), store=store)
-    list(engine.run())
-    parent = engine.debate_id
+    parent = run(config(model, rounds=2, max_rounds=2), store=store).engine.debate_id
     upto = store.turns(parent)[3].seq  # Agent 1, round 2
     child = fork_debate(parent, upto, store)
     calls_before = s.calls
@@ -858,13 +839,12 @@ def test_engine_never_imports_streamlit():
 @pytest.mark.timeout(60)
 def test_stop_during_a_retry_wait_ends_the_wait(script, roles):
     model, s = script(roles(), faults={0: "rate_limit"}, retry_after=600)  # the server asks for 10 minutes
-    controller = Controller()
-    engine = DebateEngine(make_config(model, retry_max_wait_s=3600), controller=controller)
     from mad_core.events import TurnRetried
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def stop(event, engine):
         if isinstance(event, TurnRetried):
-            controller.stop()  # while the call waits out Retry-After
+            engine.controller.stop()  # as the call begins to wait out Retry-After
+
+    events = run(config(model, retry_max_wait_s=3600), steer=stop)
     assert of(events, DebateFinished)[-1].status == "stopped"
     assert s.calls == 1  # the rate-limited call was not tried again after the stop

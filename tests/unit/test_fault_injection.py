@@ -72,7 +72,7 @@ def test_a_hundred_debates_under_twenty_percent_faults_end_cleanly(script, tmp_p
             "protocol": protocol, "paradigm": paradigm, "rounds": 1, "max_rounds": 2,
             "judge_model": model if protocol == "judge" else None, "retry_attempts": ATTEMPTS,
             "retry_base_delay": 0.001, "retry_max_wait_s": 5, "seed": n})
-        engine = DebateEngine(config, store=store.path)
+        engine = DebateEngine(config, store=store)
         events = list(engine.run())
 
         ends = [e for e in events if isinstance(e, DebateFinished)]

@@ -3,21 +3,20 @@ the turns, the moderator messages sent before it (reaching exactly the prompts t
 the parent), the rounds' speaking orders and the personas; nothing from after the fork point."""
 from __future__ import annotations
 
+import functools
 import itertools
 
-from mad_core import Controller, DebateConfig, DebateEngine, fork_debate
+from mad_core import Controller, DebateEngine, fork_debate
 from mad_core.events import PersonasAssigned, RoundStarted, SteeringApplied
 from mad_core.store import Store
 from mad_core.view import DebateView
+from tests.builders import config, run
 
 FLAMINGO = "Remember the flamingo rule: check the pressure."
 PELICAN = "Pelican note: sent after the fork point."
 
 
-def make_config(model: str, n: int = 3, **settings) -> DebateConfig:
-    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
-    return DebateConfig.from_dict({"question": "At what temperature does water boil?", "agents": agents,
-                                   "rounds": 2, "max_rounds": 2, **settings})
+make_config = functools.partial(config, question="At what temperature does water boil?", rounds=2, max_rounds=2)
 
 
 def user_text(turn) -> str:
@@ -39,9 +38,7 @@ def parent_with_messages(script, roles, store, **settings):
         return base(messages, info)
 
     model, s = script(reply)
-    engine = DebateEngine(make_config(model, **settings), controller=controller, store=store)
-    list(engine.run())
-    return engine.debate_id, s
+    return run(make_config(model, **settings), controller=controller, store=store).engine.debate_id, s
 
 
 def discussion(turns):
@@ -119,17 +116,15 @@ def test_a_fork_keeps_its_parents_speaking_orders_and_personas(script, roles, tm
 
     model, _ = script(roles(persona=personas))
     settings = dict(n=5, ordering="random", auto_personas=True)
-    engine = DebateEngine(make_config(model, seed=1, **settings), store=store)
-    events = list(engine.run())
-    parent = engine.debate_id
+    events = run(make_config(model, seed=1, **settings), store=store)
+    parent = events.engine.debate_id
     parent_orders = [e.order for e in events if isinstance(e, RoundStarted)]
     upto = next(t.seq for t in store.turns(parent) if (t.round, t.kind) == (1, "discussion"))
     # The fork draws orders with another seed: round 1 (begun before the fork point) keeps the parent's.
     child = fork_debate(parent, upto, store, config=make_config(model, seed=2, **settings))
     fork_events = list(child.run())
     fork_orders = [e.order for e in fork_events if isinstance(e, RoundStarted)]
-    labels = [f"Agent {i}" for i in range(1, 6)]
-    redrawn = DebateEngine(make_config(model, seed=2, **settings)).ordering.order(labels, {})
+    redrawn = DebateEngine(make_config(model, seed=2, **settings)).context.discussion.round_order(1)
     assert redrawn != parent_orders[0]  # without the inherited order, round 1 would be spoken in another order
     assert fork_orders[0] == parent_orders[0]
     fork_round1 = [t.agent for t in store.turns(child.debate_id) if (t.round, t.kind) == (1, "discussion")]

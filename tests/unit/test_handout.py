@@ -13,12 +13,15 @@ import shutil
 
 import pytest
 
-from mad_core import figures, handout, polls
+from mad_core import codebook, figures, handout, polls
 from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
 from mad_core.events import DecisionReached
+from mad_core.metrics.report import debate_report
 from mad_core.store import Store
 from mad_core.view import DebateView
+from tests import builders
+from tests.builders import config
 
 HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(2)> & <b>bold</b>"
 
@@ -34,20 +37,18 @@ def run(script, roles, **changes) -> tuple[Store, str]:
                                                       f"{ {'Agent 2': 'C'}.get(meta['agent'], 'B') }")
     model, _ = script(replies)
     data = {"question": "Capital of France? <img src=y onerror=alert(3)>", "rounds": 1, "max_rounds": 1,
-            "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)], "protocol": "simple_voting",
-            "answer_type": "choice", "answer_options": ["Lyon", "Paris", "Nice"], "reference": "(B)", **changes}
+            "protocol": "simple_voting", "answer_type": "choice", "answer_options": ["Lyon", "Paris", "Nice"],
+            "reference": "(B)", **changes}
     store = Store()
-    engine = DebateEngine(DebateConfig.from_dict(data), store=store)
-    list(engine.run())
-    return store, engine.debate_id
+    return store, builders.run(config(model, **data), store=store).engine.debate_id
 
 
 @pytest.fixture
 def debate(script, roles):
     store, debate_id = run(script, roles)
     turns = store.turns(debate_id)
-    store.annotate(debate_id, turns[0].id, "sycophancy", "agrees <script>alert(4)</script> too fast")
-    store.annotate(debate_id, turns[1].id, "new argument", "")
+    codebook.annotate(store, debate_id, turns[0].id, "sycophancy", "agrees <script>alert(4)</script> too fast")
+    codebook.annotate(store, debate_id, turns[1].id, "new argument", "")
     return store, debate_id
 
 
@@ -74,7 +75,7 @@ def test_the_html_handout_escapes_every_text_and_holds_no_script(debate):
     assert page.count("says &lt;script&gt;alert(1)&lt;/script&gt; and &lt;img src=x onerror=alert(2)&gt; "
                       "&amp; &lt;b&gt;bold&lt;/b&gt;") == 3
     assert "agrees &lt;script&gt;alert(4)&lt;/script&gt; too fast" in page
-    colour = store.tag("sycophancy")["colour"]  # the codebook's colour of the tag
+    colour = codebook.tag(store, "sycophancy")["colour"]  # the codebook's colour of the tag
     assert f'<span class="tag" style="border: 2px solid {colour}">sycophancy</span>' in page
     assert "<li>Agent 2: solution 2</li>" in page
     assert '<p class="answer">B</p>' in page and "<span class=\"yes\">the decision matches it" in page
@@ -183,7 +184,7 @@ def test_the_handout_draws_the_apps_figures_in_the_apps_colours(debate, monkeypa
     monkeypatch.setattr(handout, "figure_images", draw)
     handout.handout_html(store, debate_id, embed=embed)
     view = DebateView.from_store(store, debate_id)
-    app = [fig for _, fig in figures.debate_figures(view, store.metrics_report(debate_id, embed=embed)).values()
+    app = [fig for _, fig in figures.debate_figures(view, debate_report(store, debate_id, embed=embed)).values()
            if fig is not None]
     assert [colours(fig) for fig in drawn] == [colours(fig) for fig in app] and len(app) == 6
     # every measure's colour is in the figure itself (a template cannot recolour it) and is the same

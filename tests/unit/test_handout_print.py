@@ -9,7 +9,9 @@ import pytest
 from mad_core import handout
 from mad_core.config import DebateConfig
 from mad_core.engine import DebateEngine
+from mad_core.metrics.report import debate_report
 from mad_core.store import Store
+from tests.builders import config, run
 
 LONG = ("The truth about how a number's prime factorization relates to its square is an interesting topic - it "
         "shows that certain odd numbers are indeed squares but also something else entirely different here")
@@ -23,11 +25,9 @@ def embed(texts):
 def debate(script, roles):
     model, _ = script(roles(answers={"Agent 1": LONG, "Agent 2": "No, 91 = 7 x 13"}, votes={"Agent 1": "1", "Agent 2": "2"}))
     store = Store()
-    engine = DebateEngine(DebateConfig.from_dict({
-        "question": "Is 91 a prime number?", "rounds": 1, "max_rounds": 1, "protocol": "simple_voting",
-        "reference": "No", "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2)]}), store=store)
-    list(engine.run())
-    return store, engine.debate_id
+    cfg = config(model, 2, question="Is 91 a prime number?", rounds=1, max_rounds=1, protocol="simple_voting",
+                 reference="No")
+    return store, run(cfg, store=store).engine.debate_id
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_the_printed_timeline_drops_the_hover_hint_the_app_keeps(debate, drawn):
     from mad_core import figures
     from mad_core.view import DebateView
     app = figures.debate_figures(DebateView.from_store(store, debate_id),
-                                 store.metrics_report(debate_id, embed=embed))["plot_timeline"][1]
+                                 debate_report(store, debate_id, embed=embed))["plot_timeline"][1]
     assert "hover: whole answer" in app.layout.title.subtitle.text  # the app's chart has a hover
 
 

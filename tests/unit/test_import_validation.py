@@ -15,6 +15,7 @@ from tests.conftest import role_replies
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from mad_core import codebook, exports
 from mad_core.cli import main
 from mad_core.config import DebateConfig
 from mad_core.events import SteeringApplied, Turn
@@ -51,8 +52,8 @@ def export(tmp_path_factory) -> dict[str, Any]:
                 pass
             store.record(SteeringApplied(action="message", targets=["Agent 2"], message="Look again."),
                          debate_id=engine.debate_id)
-            store.annotate(engine.debate_id, store.turns(engine.debate_id)[0].id, "good", "a clear start")
-            data = store.export_debate(engine.debate_id)
+            codebook.annotate(store, engine.debate_id, store.turns(engine.debate_id)[0].id, "good", "a clear start")
+            data = exports.export_debate(store, engine.debate_id)
     finally:
         unregister_script("import-validation")
     assert data["debate"]["status"] == "finished"
@@ -380,7 +381,7 @@ def test_any_mutation_imports_cleanly_or_is_refused_naming_a_field(export, tmp_p
     event("refused" if debate_id is None else "imported")
     if debate_id is not None:
         with Store(db) as store:
-            stored = store.export_debate(debate_id)
+            stored = exports.export_debate(store, debate_id)
             assert stored["debate"]["status"] == expected["debate"]["status"] != "running"
             assert len(stored["turns"]) == len(expected.get("turns", []))
             store.delete_debate(debate_id)
@@ -403,11 +404,11 @@ def test_a_document_nested_too_deep_is_refused_before_any_recursive_work(export,
     with Store(tmp_path / "deep.db") as store:
         for document in (text, text.encode("utf-8")):
             with pytest.raises(ExportError) as err:
-                store.import_debate(document)
+                exports.import_debate(store, document)
             assert (err.value.field, err.value.message) == ("export", f"nested deeper than {MAX_DOCUMENT_DEPTH} levels")
         if levels == 500:  # parsed by json itself (it can at 500 levels): the object is refused the same way
             with pytest.raises(ExportError, match="nested deeper than 64 levels"):
-                store.import_debate(json.loads(text))
+                exports.import_debate(store, json.loads(text))
         # Must not happen: a row written, or a RecursionError.
         assert store.db["debates"].count == 0 and store.db["turns"].count == 0
 
@@ -422,7 +423,7 @@ def test_an_object_nested_100000_levels_or_holding_itself_is_refused_without_rec
         for value in (deep, looped):
             data = {**export, "config": {**export["config"], "api_key": value}}
             with pytest.raises(ExportError, match="^export: nested deeper than 64 levels$"):
-                store.import_debate(data)
+                exports.import_debate(store, data)
             with pytest.raises(ExportError, match="nested deeper than"):
                 validate_export(data)
         assert store.db["debates"].count == 0
@@ -435,11 +436,11 @@ def test_a_document_larger_than_the_limit_is_refused_before_it_is_parsed(export,
     with Store(tmp_path / "large.db") as store:
         for document in (json.dumps(data, ensure_ascii=False), json.dumps(data).encode("utf-8"), data):
             with pytest.raises(ExportError) as err:
-                store.import_debate(document)
+                exports.import_debate(store, document)
             assert (err.value.field, err.value.message) == ("export", "larger than 1 MB")
         assert store.db["debates"].count == 0
         # The positive control: the same export at a normal size imports, from its text too.
-        debate_id = store.import_debate(json.dumps(export))
+        debate_id = exports.import_debate(store, json.dumps(export))
         assert store.get_debate(debate_id)["question"] == export["debate"]["question"]
 
 
@@ -448,5 +449,5 @@ def test_export_text_that_is_not_json_or_not_utf8_is_an_export_error(tmp_path):
         for text, words in (("{not json", "not JSON"), (b"\xff\xfe{}", "not UTF-8 text"),
                             ('"a string with [[[ brackets" ]]]', "not JSON")):
             with pytest.raises(ExportError, match=words):
-                store.import_debate(text)
+                exports.import_debate(store, text)
         assert store.db["debates"].count == 0

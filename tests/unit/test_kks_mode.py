@@ -13,12 +13,13 @@ import threading
 
 import pytest
 
-from mad_core import ConfigError, Controller, DebateConfig, DebateEngine
+from mad_core import ConfigError, DebateConfig, exports
 from mad_core.events import DebateFinished, DecisionReached, TurnFinished, TurnStarted, VoteCast
 from mad_core.export_schema import validate_export
 from mad_core.kks_mode import borda_order, player_majority, read_assignment, read_order, read_stance
 from mad_core.store import Store
 from mad_core.view import DebateView
+from tests.builders import config, run
 
 NAMES = ["Ann", "Bo", "Cy", "Di"]
 TRUTH = {"Ann": "knight", "Bo": "knave", "Cy": "spy", "Di": "knave"}
@@ -27,10 +28,9 @@ AGENTS = ["Agent 1", "Agent 2", "Agent 3"]
 
 
 def kks_config(model: str, names=NAMES, n=3, **settings) -> DebateConfig:
-    data = {"question": PUZZLE, "answer_type": "kks", "answer_options": list(names), "paradigm": "kks_per_player",
-            "protocol": "kks_player_vote", "agents": [{"label": f"Agent {i + 1}", "model": model} for i in range(n)],
-            **settings}
-    return DebateConfig.from_dict(data)
+    kks = {"question": PUZZLE, "answer_type": "kks", "answer_options": list(names), "paradigm": "kks_per_player",
+           "protocol": "kks_player_vote"}
+    return config(model, n, **{**kks, **settings})
 
 
 def assignment(roles: dict, confidence: dict | None = None, why: str = "because") -> str:
@@ -66,12 +66,6 @@ def debater(roles_by_agent=None, confidence_by_agent=None, **by_kind):
     return reply
 
 
-def run(cfg, **kwargs):
-    engine = DebateEngine(cfg, **kwargs)
-    events = list(engine.run())
-    return events, engine
-
-
 def turns(events, kind=None):
     done = [e.turn for e in events if isinstance(e, TurnFinished)]
     return sorted((t for t in done if kind is None or t.kind == kind), key=lambda t: t.seq)
@@ -101,9 +95,9 @@ def expected_schedule(order, depth, agents=AGENTS):
 @pytest.mark.parametrize("depth", [1, 2])
 def test_turns_follow_seed_001s_phases_player_by_player(script, depth):
     model, _ = script(debater())
-    events, engine = run(kks_config(model, kks_depth=depth))
+    events = run(kks_config(model, kks_depth=depth))
     assert schedule(events) == expected_schedule(NAMES, depth)
-    assert engine.status == "finished"
+    assert events.engine.status == "finished"
     decision = [e for e in events if isinstance(e, DecisionReached)][0]
     assert decision.round == 6 and decision.answer == "Ann: knight, Bo: knave, Cy: spy, Di: knave"
     assert decision.fallback is None and decision.winner_agent is None
@@ -132,7 +126,7 @@ def debate_prompt_of(events, agent="Agent 2", rnd=3):
 
 def test_debate_prompt_with_visible_confidence(script):
     model, _ = script(debater(confidence_by_agent={"Agent 1": 7, "Agent 2": 5, "Agent 3": 3}))
-    events, _ = run(kks_config(model, names=["Ann", "Bo"], confidence=True, confidence_visible=True))
+    events = run(kks_config(model, names=["Ann", "Bo"], confidence=True, confidence_visible=True))
     system, user = debate_prompt_of(events)
     assert system == {"role": "system", "content": (
         "You are Agent 2, one of 3 agents who solve a Knight-Knave-Spy logic puzzle together, player by player. "
@@ -172,8 +166,8 @@ def test_a_debate_pass_asks_every_agent_at_once_from_the_same_state(script):
         return json.dumps({"player": player, "role": TRUTH[player], "agree_with": [], "disagree_with": [],
                            "reasoning": f"{meta['agent']} on {player} pass-mark"})
     model, _ = script(debater(debate=debate))
-    events, engine = run(kks_config(model, names=["Ann", "Bo"], kks_depth=2))
-    assert engine.status == "finished"
+    events = run(kks_config(model, names=["Ann", "Bo"], kks_depth=2))
+    assert events.engine.status == "finished"
     bo = [t for t in turns(events, "debate") if t.round == 3]
     assert [t.status for t in bo] == ["ok"] * 6
     first, second = bo[:3], bo[3:]
@@ -187,7 +181,7 @@ def test_a_debate_pass_asks_every_agent_at_once_from_the_same_state(script):
 
 def test_hidden_confidence_never_reaches_another_agent(script):
     model, _ = script(debater(confidence_by_agent={"Agent 1": 7, "Agent 2": 5, "Agent 3": 3}))
-    events, _ = run(kks_config(model, names=["Ann", "Bo"], confidence=True, confidence_visible=False))
+    events = run(kks_config(model, names=["Ann", "Bo"], confidence=True, confidence_visible=False))
     user = debate_prompt_of(events)[1]["content"]
     assert user.startswith(PROMPT_HEAD + (
         "- Agent 1: knave\n  Reasoning: Agent 1 reasons\n"
@@ -209,7 +203,7 @@ def test_final_vote_is_a_per_player_majority(script):
     wrong_bo = {**TRUTH, "Bo": "spy"}
     wrong_cy = {**TRUTH, "Cy": "knight"}
     model, _ = script(debater({"Agent 2": wrong_bo, "Agent 3": wrong_cy}))
-    events, _ = run(kks_config(model))
+    events = run(kks_config(model))
     decision = [e for e in events if isinstance(e, DecisionReached)][0]
     # Bo: knave 2 - spy 1; Cy: spy 2 - knight 1: the majority of each player, though no agent holds it all.
     assert decision.answer == "Ann: knight, Bo: knave, Cy: spy, Di: knave"
@@ -225,7 +219,7 @@ def test_a_tie_goes_to_the_supervisor_for_that_player_only(script):
     supervisor = json.dumps({"roles": {"Cy": "spy"}, "explanation": "Cy's statement cannot be a knight's"})
     agents_model, _ = script(debater(three_ways))
     judge_model, judge = script([supervisor])
-    events, _ = run(kks_config(agents_model, supervisor_model=judge_model))
+    events = run(kks_config(agents_model, supervisor_model=judge_model))
     asked = turns(events, "supervisor")
     assert len(asked) == 1 and asked[0].agent == "supervisor" and asked[0].model == judge_model
     prompt = asked[0].prompt[-1]["content"]
@@ -246,7 +240,7 @@ def test_supervisor_must_choose_among_the_tied_roles(script):
     split = {"Agent 1": TRUTH, "Agent 2": {**TRUTH, "Di": "knight"}}
     bad = json.dumps({"roles": {"Di": "spy"}, "explanation": "x"})  # spy is not tied for Di
     model, _ = script(debater(split, supervisor=bad))
-    events, _ = run(kks_config(model, n=2, vote_retries=1))
+    events = run(kks_config(model, n=2, vote_retries=1))
     assert len(turns(events, "supervisor")) == 2  # asked again once, then the fallback
     rejected = [e for e in events if isinstance(e, VoteCast) and e.agent == "supervisor"]
     assert [v.valid for v in rejected] == [False, False]
@@ -259,7 +253,7 @@ def test_an_unreadable_assignment_is_an_invalid_ballot_with_its_reason(script):
     def final(messages, meta):
         return "I am not sure about anyone." if meta["agent"] == "Agent 3" else assignment(TRUTH)
     model, _ = script(debater(final=final))
-    events, _ = run(kks_config(model))
+    events = run(kks_config(model))
     votes = {v.agent: v for v in events if isinstance(v, VoteCast)}
     assert not votes["Agent 3"].valid and votes["Agent 3"].ballot is None
     assert votes["Agent 3"].reason == "no role assignment"
@@ -276,7 +270,7 @@ def test_agreed_order_is_the_borda_count_of_the_agents_proposals(script):
                  "Agent 3": ["Di", "Ann", "Cy", "Bo"]}
     order = lambda messages, meta: json.dumps({"order": proposals[meta["agent"]], "reason": "hints first"})
     model, _ = script(debater(order=order))
-    events, _ = run(kks_config(model, kks_order="agreed"))
+    events = run(kks_config(model, kks_order="agreed"))
     # Borda (3-2-1-0): Cy 3+3+1 = 7, Ann 2+1+2 = 5, Bo 1+2+0 = 3, Di 0+0+3 = 3 -> Bo before Di (puzzle order).
     agreed = ["Cy", "Ann", "Bo", "Di"]
     rows = schedule(events)
@@ -328,15 +322,14 @@ def test_the_vote_needs_the_per_player_paradigm(script):
 # ----- steering -------------------------------------------------------------------------------------
 def test_stop_after_the_first_self_adjustment_ends_the_debate(script, tmp_path):
     model, _ = script(debater())
-    controller = Controller()
     store = Store(tmp_path / "s.db")
-    engine = DebateEngine(kks_config(model), controller=controller, store=store)
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def stop(event, engine):  # at the step boundary after the first self-adjustment
         if isinstance(event, TurnFinished) and event.turn.kind == "adjustment":
-            controller.stop()
-    assert engine.status == "stopped"
+            engine.controller.stop()
+
+    events = run(kks_config(model), steer=stop, store=store)
+    assert events.engine.status == "stopped"
     started = [e for e in events if isinstance(e, TurnStarted)]
     assert max(e.round for e in started) == 2  # must not happen: a turn of a later round
     assert [e.kind for e in started].count("debate") == 3
@@ -346,13 +339,12 @@ def test_stop_after_the_first_self_adjustment_ends_the_debate(script, tmp_path):
 
 def test_force_decision_votes_on_the_latest_assignments_at_once(script):
     model, _ = script(debater({"Agent 3": {**TRUTH, "Ann": "spy"}}))
-    controller = Controller()
-    engine = DebateEngine(kks_config(model), controller=controller)
-    events = []
-    for event in engine.run():
-        events.append(event)
+
+    def force(event, engine):
         if isinstance(event, TurnFinished) and event.turn.kind == "adjustment" and event.turn.round == 3:
-            controller.force_decision()
+            engine.controller.force_decision()
+
+    events = run(kks_config(model), steer=force)
     decision = [e for e in events if isinstance(e, DecisionReached)][0]
     assert decision.forced and decision.round == 3
     assert decision.answer == "Ann: knight, Bo: knave, Cy: spy, Di: knave"
@@ -361,15 +353,16 @@ def test_force_decision_votes_on_the_latest_assignments_at_once(script):
 
 def test_resume_reuses_every_finished_turn(script, tmp_path):
     model, calls = script(debater())
-    controller = Controller()
     store = Store(tmp_path / "s.db")
-    engine = DebateEngine(kks_config(model, kks_order="agreed"), controller=controller, store=store)
-    for event in engine.run():
+
+    def stop(event, engine):
         if isinstance(event, TurnFinished) and event.turn.kind == "debate" and event.turn.round == 3:
-            controller.stop()
+            engine.controller.stop()
+
+    engine = run(kks_config(model, kks_order="agreed"), steer=stop, store=store).engine
     made = len(calls.history)
     before = [t for t in store.turns(engine.debate_id) if t.status == "ok"]
-    from mad_core.engine import resume_debate
+    from mad_core.resume import resume_debate
     events = list(resume_debate(engine.debate_id, store))
     assert [e.status for e in events if isinstance(e, DebateFinished)] == ["finished"]
     stored = sorted((t for t in store.turns(engine.debate_id) if t.status == "ok"), key=lambda t: t.seq)
@@ -381,7 +374,7 @@ def test_resume_reuses_every_finished_turn(script, tmp_path):
     assert sorted(got) == sorted(expected)
     assert [(r, k) for r, _, k in got] == [(r, k) for r, _, k in expected]
     assert len(calls.history) - made == len(stored) - len(before)  # nothing finished is asked again
-    validate_export(store.export_debate(engine.debate_id))  # its text ballots export and import
+    validate_export(exports.export_debate(store, engine.debate_id))  # its text ballots export and import
 
 
 def test_a_backend_with_constrained_output_gets_each_phases_schema(script):

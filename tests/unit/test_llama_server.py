@@ -359,7 +359,7 @@ def test_a_debate_on_a_silent_local_model_records_the_bound_as_the_turns_cause(f
     config = DebateConfig.from_dict({"question": "What is the capital of France?", "rounds": 1, "max_rounds": 1,
                                      "agents": [{"label": f"Agent {i}", "model": fake.model} for i in (1, 2)],
                                      "retry_attempts": 2, "retry_base_delay": 0, "timeout_s": 0.2})
-    engine = DebateEngine(config, store=tmp_path / "db.sqlite")
+    engine = DebateEngine(config, store=Store(tmp_path / "db.sqlite"))
     [end] = [e for e in engine.run() if isinstance(e, DebateFinished)]
     assert end.status == "failed"
     with Store(tmp_path / "db.sqlite") as store:

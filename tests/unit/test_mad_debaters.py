@@ -8,6 +8,8 @@ import pytest
 from mad_core import ConfigError, DebateConfig, DebateEngine
 from mad_core.events import DecisionReached, TurnFinished
 from mad_core.protocols.ballots import Verdict, read_judge_verdict
+from tests import builders
+from tests.builders import config
 
 QUESTION = "What is 6 * 7?"
 ANSWERS = {"Agent 1": "40", "Agent 2": "41", "Agent 3": "42", "Agent 4": "43"}
@@ -28,10 +30,8 @@ def debater(judge):
 
 def run(script, n: int, judge, json_schema: bool = False, **settings):
     model, scripted = script(debater(judge), json_schema=json_schema)
-    data = {"question": QUESTION, "agents": [{"label": f"Agent {i + 1}", "model": model} for i in range(n)],
-            "paradigm": "two_sided", "protocol": "judge", "judge_model": model, "rounds": 2, "max_rounds": 2,
-            **settings}
-    events = list(DebateEngine(DebateConfig.from_dict(data)).run())
+    events = builders.run(config(model, n, **{"question": QUESTION, "paradigm": "two_sided", "protocol": "judge",
+                                              "judge_model": model, "rounds": 2, "max_rounds": 2, **settings}))
     return events, scripted, model
 
 

@@ -14,12 +14,13 @@ import pytest
 
 from mad_core import live
 from mad_core.config import DebateConfig
-from mad_core.engine import Controller
+from mad_core.controller import Controller
 from mad_core.models import llama_server
 from mad_core.models.llama_server import DEFAULT_CACHE_RAM_MIB, LlamaServer, LlamaServerError
 from mad_core.store import Store
 from mad_core.view import DebateView
 from madlab_ui import plots
+from tests import builders
 from tests.conftest import role_replies
 
 
@@ -27,9 +28,7 @@ debater = role_replies()  # discussion turns answer Paris, ballots pick solution
 
 
 def config(model: str) -> DebateConfig:
-    return DebateConfig.from_dict({"question": "What is the capital of France?", "rounds": 1, "max_rounds": 1,
-                                   "protocol": "simple_voting",
-                                   "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2)]})
+    return builders.config(model, 2, rounds=1, max_rounds=1, protocol="simple_voting")
 
 
 def finished(model: str) -> live.LiveDebate:

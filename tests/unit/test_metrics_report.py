@@ -11,14 +11,14 @@ import math
 import litellm
 import pytest
 
-from mad_core import ConfigError, Controller, DebateConfig, DebateEngine
+from mad_core import ConfigError, Controller, DebateConfig, DebateEngine, exports
 from mad_core.events import SteeringApplied, Turn, TurnFinished
 from mad_core.export_schema import ExportError, validate_export
 from mad_core.metrics import report as reports
-from mad_core.metrics.report import (TEXT_CLUSTER_THRESHOLD, AnswerReader, compute_report, debate_report,
-                                     estimated_cost)
+from mad_core.metrics.report import TEXT_CLUSTER_THRESHOLD, AnswerReader, compute_report, debate_report, estimated_cost
 from mad_core.store import Store
 from mad_core.view import DebateView
+from tests.builders import config, run
 
 OPTIONS = ["Nice", "Paris", "Lyon"]
 # Round 1: two agents say B in different forms, one says C; round 2: everyone says B.
@@ -58,13 +58,10 @@ def scripted(answers: dict[int, dict[str, str]]):
 
 def run_debate(script, store, answers, **settings) -> str:
     model, _ = script(scripted(answers))
-    config = DebateConfig.from_dict({
-        "question": "Which city is the capital of France? (A) Nice (B) Paris (C) Lyon",
-        "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)],
-        "rounds": len(answers), "max_rounds": len(answers) + 1, "protocol": "simple_voting", **settings})
-    engine = DebateEngine(config, store=store)
-    list(engine.run())
-    return engine.debate_id
+    cfg = config(model, **{"question": "Which city is the capital of France? (A) Nice (B) Paris (C) Lyon",
+                           "rounds": len(answers), "max_rounds": len(answers) + 1, "protocol": "simple_voting",
+                           **settings})
+    return run(cfg, store=store).engine.debate_id
 
 
 @pytest.fixture
@@ -298,24 +295,24 @@ def test_agent_cost_adds_up_its_turns():
 def test_exports_carry_the_report_and_an_import_recomputes_it(script, store, tmp_path):
     debate = choice_debate(script, store)
     embed = FakeEmbed()
-    data = store.export_debate(debate, embed=embed)
+    data = exports.export_debate(store, debate, embed=embed)
     assert data["metrics"] == debate_report(store, debate, embed=embed)
     tampered = json.loads(json.dumps(data))
     tampered["metrics"]["summary"]["correct"] = False
     tampered["metrics"]["rounds"][0]["entropy"] = 99.0
     with Store(tmp_path / "other.db") as other:
-        copy = other.import_debate(tampered, new_id=True)
-        mine = other.metrics_report(copy, embed=embed)
+        copy = exports.import_debate(other, tampered, new_id=True)
+        mine = debate_report(other, copy, embed=embed)
     assert mine["summary"]["correct"] is True
     assert mine["rounds"][0]["entropy"] == data["metrics"]["rounds"][0]["entropy"] != 99.0
     with pytest.raises(ExportError) as refused:
         validate_export({**data, "metrics": ["not", "a", "report"]})
     assert refused.value.field == "metrics"
-    csv_text = store.to_csv(debate, embed=embed)
+    csv_text = exports.to_csv(store, debate, embed=embed)
     header, *rows = csv_text.splitlines()
     assert "answer_read" in header and "round_entropy" in header and "round_answer_similarity" in header
     assert sum(1 for row in rows if ",C," in row) == 1  # Agent 2's round-1 answer as read
-    markdown = store.to_markdown(debate, embed=embed)
+    markdown = exports.to_markdown(store, debate, embed=embed)
     assert "## Metrics" in markdown and "| 1 | 3 of 3 | 0.918 | 0 | 1 | 0.667 | 1 |" in markdown
     assert "Agent 2 changed from C to B in round 2" in markdown
 

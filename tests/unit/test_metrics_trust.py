@@ -15,8 +15,10 @@ import pytest
 from mad_core import DebateConfig, DebateEngine, figures
 from mad_core.events import TurnFinished
 from mad_core.metrics.report import compute_report, debate_report
-from mad_core.store import Store
+from mad_core.store import Store, list_debates, stored_correctness
 from mad_core.view import DebateView
+from tests import builders
+from tests.builders import config
 
 
 def embed(texts):
@@ -31,12 +33,8 @@ def store(tmp_path):
 
 def run(script, store, reply, **settings) -> str:
     model, _ = script(reply)
-    config = DebateConfig.from_dict({
-        "question": "Is 91 a prime number?", "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)],
-        "protocol": "simple_voting", **settings})
-    engine = DebateEngine(config, store=store)
-    list(engine.run())
-    return engine.debate_id
+    cfg = config(model, **{"question": "Is 91 a prime number?", "protocol": "simple_voting", **settings})
+    return builders.run(cfg, store=store).engine.debate_id
 
 
 # ----- 1. a number answer is the claimed one, or unreadable ---------------------------------------
@@ -54,8 +52,8 @@ def test_a_debate_deciding_the_wrong_number_by_its_last_number_is_not_correct(sc
     assert (row["readable"], row["entropy"], row["correct_share"]) == (0, None, 0.0)
     assert report["summary"]["correct"] is False and report["summary"]["accuracy_strict"] == 0.0
     # the list's correctness filter and the report agree
-    assert store.correctness(store.get_debate(debate)) == "incorrect"
-    assert [d["id"] for d in store.list_debates(correctness="correct")] == []
+    assert stored_correctness(store, store.get_debate(debate)) == "incorrect"
+    assert [d["id"] for d in list_debates(store, correctness="correct")] == []
 
 
 # ----- 2. entropy and agreement over readable answers -----------------------------------------------
@@ -179,10 +177,13 @@ def test_a_moderator_message_the_agent_received_is_what_it_heard_last(script, st
         "question": "Capital of France? (A) Nice (B) Paris (C) Lyon", "rounds": 2, "max_rounds": 3,
         "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2)], "protocol": "simple_voting",
         "paradigm": "simultaneous", "answer_type": "choice", "answer_options": ["Nice", "Paris", "Lyon"]})
-    engine = DebateEngine(config, store=store)
-    for event in engine.run():
+
+    def say(event):  # a listener: at the step boundary after Agent 2's first turn
         if isinstance(event, TurnFinished) and (event.turn.round, event.turn.agent) == (1, "Agent 2"):
             engine.controller.say("Think of the river <b>Seine</b>.", targets=["Agent 2"])
+
+    engine = DebateEngine(config, store=store, listeners=[say])
+    list(engine.run())
     view = DebateView.from_store(store, engine.debate_id)
     prompt = next(t.prompt for t in view.turns if t.round == 2 and t.agent == "Agent 2")
     assert "Think of the river <b>Seine</b>." in prompt[-1]["content"]

@@ -9,7 +9,7 @@ import pytest
 from mad_core.cli import main
 from mad_core.model_keys import key_problems
 from mad_core.models import router
-from mad_core.store import Store, default_db_path
+from mad_core.store import Store, default_db_path, list_debates
 
 AGENTS = [{"label": "Agent 1", "model": "openai/gpt-4o-mini"}, {"label": "Agent 2", "model": "scripted/echo"}]
 
@@ -55,4 +55,4 @@ def test_the_cli_refuses_a_remote_model_without_its_key_before_writing_anything(
     assert code == 2
     assert "OPENAI_API_KEY" in err and ".streamlit/secrets.toml" in err
     # must not happen: a debate row (or even the database) written before the refusal
-    assert not default_db_path().exists() or Store().list_debates() == []
+    assert not default_db_path().exists() or list_debates(Store()) == []

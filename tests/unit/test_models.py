@@ -18,7 +18,7 @@ from mad_core.models import (
     split_pieces,
     validate_model_name,
 )
-from mad_core.models import scripted
+from mad_core.models import calling, provider_kit, scripted
 from mad_core.models.callables import register_callable, unregister_callable
 from mad_core.models.scripted import Script, get_script, register_script
 
@@ -83,8 +83,8 @@ def test_our_providers_stream_ends_at_the_finishing_chunk_without_litellms_rebui
     tokens: list[str] = []
     result = call_model("scripted/no_rebuild", ASK, on_token=tokens.append)
     assert result.status == "ok" and result.text == reply and "".join(tokens) == reply
-    assert result.completion_tokens == models._count_tokens("scripted/no_rebuild", text=reply) > 0
-    assert result.prompt_tokens == models._count_tokens("scripted/no_rebuild", messages=ASK) > 0
+    assert result.completion_tokens == calling.count_tokens("scripted/no_rebuild", text=reply) > 0
+    assert result.prompt_tokens == calling.count_tokens("scripted/no_rebuild", messages=ASK) > 0
     assert rebuilds == []
 
 
@@ -407,7 +407,7 @@ class _Clock:
 ])
 def test_stream_text_paces_by_the_clock_when_steady(monkeypatch, steady, waits):
     clock = _Clock()
-    monkeypatch.setattr(models.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(provider_kit.time, "monotonic", clock.monotonic)
     pieces = []
     for piece in models.stream_text("one two three", first_token_delay=0.5, token_delay=1.0,
                                              cancel=clock, steady=steady):

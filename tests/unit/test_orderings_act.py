@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from mad_core import DebateConfig, DebateEngine
+from mad_core import DebateConfig
 from mad_core.events import DecisionAttempted, DecisionReached, RoundStarted, TurnFinished
 from mad_core.presets import preset_config
+from tests.builders import config, run
 
 # The agents answering (D), the preset's reference, in the first round; the others answer (A).
 # truth_last: holders of the truth go last, so agents 1-3 move to the end. MADC (Algorithm 1): the
@@ -20,14 +21,10 @@ HOLDERS = {"madc_ordering": {"Agent 8", "Agent 9", "Agent 10"},
            "madc_truth_last": {"Agent 1", "Agent 2", "Agent 3"}}
 
 
-def _config(name: str, model: str, **changes) -> DebateConfig:
+def preset_with(name: str, model: str, **changes) -> DebateConfig:
     data = preset_config(name)
     data["agents"] = [{**agent, "model": model} for agent in data["agents"]]
     return DebateConfig.from_dict({**data, **changes})
-
-
-def _run(cfg: DebateConfig) -> list:
-    return list(DebateEngine(cfg).run())
 
 
 def _round2_prompts(events) -> dict[str, str]:
@@ -46,8 +43,8 @@ def test_a_paper_presets_order_reaches_the_round_2_prompts_and_differs_from_fixe
         letter = "D" if meta["agent"] in holders else "A"
         return f"MARK<{meta['agent']}>R{meta['round']} reasons.\nFinal answer: ({letter})"
     model, _ = script(reply)
-    events = _run(_config(preset, model))
-    twin = _run(_config(preset, model, ordering="fixed"))
+    events = run(preset_with(preset, model))
+    twin = run(preset_with(preset, model, ordering="fixed"))
     order = [e.order for e in events if isinstance(e, RoundStarted)][1]
     configured = [f"Agent {i}" for i in range(1, 11)]
     assert order != configured  # the first round's answers do move the agents
@@ -64,10 +61,9 @@ def test_a_paper_presets_order_reaches_the_round_2_prompts_and_differs_from_fixe
 def _first_round(script, answers: dict[str, str], **settings):
     model, _ = script(lambda m, info: "1" if info["metadata"]["kind"] not in ("draft", "discussion") else
                       f"Because.\nFinal answer: {answers[info['metadata']['agent']]}")
-    agents = [{"label": label, "model": model} for label in answers]
-    cfg = DebateConfig.from_dict({"question": "How many apples?", "agents": agents, "paradigm": "simultaneous",
-                                  "rounds": 2, "max_rounds": 2, "extract_final_answers": False, **settings})
-    return [e.order for e in _run(cfg) if isinstance(e, RoundStarted)][1]
+    cfg = config(model, n=len(answers), question="How many apples?", paradigm="simultaneous", rounds=2,
+                 max_rounds=2, extract_final_answers=False, **settings)
+    return [e.order for e in run(cfg) if isinstance(e, RoundStarted)][1]
 
 
 @pytest.mark.parametrize("kind, answers, reference, moved", [
@@ -103,11 +99,8 @@ def test_solution_counting_counts_answers_as_read(script, kind, answers, referen
     fallback) while the report says two agents agreed: it decides the read answer, given by 2 of 3."""
     named = dict(zip(("Agent 1", "Agent 2", "Agent 3"), answers))
     model, _ = script(lambda m, info: f"Because.\nFinal answer: {named[info['metadata']['agent']]}")
-    agents = [{"label": label, "model": model} for label in named]
-    cfg = DebateConfig.from_dict({"question": "How many apples?", "agents": agents, "protocol": "solution_counting",
-                                  "rounds": 1, "max_rounds": 3, "extract_final_answers": False,
-                                  "answer_type": kind, "reference": reference})
-    events = _run(cfg)
+    events = run(config(model, question="How many apples?", protocol="solution_counting", rounds=1, max_rounds=3,
+                        extract_final_answers=False, answer_type=kind, reference=reference))
     decisions = [e for e in events if isinstance(e, DecisionReached)]
     assert len(decisions) == 1 and decisions[0].round == 1  # must not happen: a tie and another round
     assert decisions[0].answer == decided and decisions[0].fallback is None
@@ -118,8 +111,6 @@ def test_solution_counting_counts_answers_as_read(script, kind, answers, referen
 def test_solution_counting_over_text_counts_as_before(script):
     named = {"Agent 1": "18 apples", "Agent 2": "18", "Agent 3": "17"}
     model, _ = script(lambda m, info: f"Because.\nFinal answer: {named[info['metadata']['agent']]}")
-    cfg = DebateConfig.from_dict({"question": "How many apples?", "protocol": "solution_counting", "rounds": 1,
-                                  "max_rounds": 1, "extract_final_answers": False,
-                                  "agents": [{"label": label, "model": model} for label in named]})
-    events = _run(cfg)
+    events = run(config(model, question="How many apples?", protocol="solution_counting", rounds=1, max_rounds=1,
+                        extract_final_answers=False))
     assert [e.reason for e in events if isinstance(e, DecisionAttempted)][0].startswith("tie: 3 answers")

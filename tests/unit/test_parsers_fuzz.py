@@ -39,6 +39,7 @@ from mad_core.answers import (
 from mad_core.protocols import ballots
 from mad_core.protocols.ballots import Ballot, Verdict, parse_ballot, parse_judge_verdict, read_judge_verdict
 from mad_core.protocols.counting import CUMULATIVE_POINTS, tally
+from mad_core.protocols.simple_voting import SimpleVoting
 
 PROTOCOLS = ("simple_voting", "approval_voting", "ranked_voting", "cumulative_voting", "judge")
 N_SOLUTIONS = 3
@@ -475,7 +476,7 @@ def test_an_unforeseen_error_becomes_an_invalid_ballot(monkeypatch):
     def broken(text, n_solutions, points):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setitem(ballots._PARSERS, "simple_voting", broken)
+    monkeypatch.setattr(SimpleVoting, "read_text", lambda self, *args: broken(*args))
     assert parse_ballot("simple_voting", "1", 3) == Ballot(None, False, "unreadable reply (RecursionError)")
 
 

@@ -3,29 +3,31 @@ debates, and when it fails before any progress leaves the debate exactly as it w
 decision before anyone spoke, or messaging an unknown agent, gets a clear answer."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
-from mad_core import ConfigError, Controller, DebateConfig, DebateEngine
+from mad_core import ConfigError, Controller, DebateEngine, exports
 from mad_core.cli import main
-from mad_core.engine import prepare_resume, resume_debate
 from mad_core.events import DebateFinished, DecisionReached, TurnFinished
 from mad_core.models.scripted import unregister_script
-from mad_core.store import ResumeRefused, Store
+from mad_core.resume import prepare_resume, resume_debate
+from mad_core.store import ResumeRefused, Store, list_debates
+from tests import builders
+from tests.builders import run
 
 
-def config(model: str, **settings) -> DebateConfig:
-    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(3)]
-    return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents,
-                                   "rounds": 2, "max_rounds": 2, "retry_base_delay": 0, **settings})
+config = functools.partial(builders.config, rounds=2, max_rounds=2, retry_base_delay=0)  # 3 agents, 2 rounds
 
 
 def stopped_debate(model: str, store: Store, rounds: int = 2) -> str:
     """A debate stopped once round 1 is over."""
-    controller = Controller()
-    engine = DebateEngine(config(model, rounds=rounds, max_rounds=rounds), controller=controller, store=store.path)
-    for event in engine.run():
+
+    def stop(event, engine):  # at the step boundary after Agent 3's turn
         if isinstance(event, TurnFinished) and event.turn.agent == "Agent 3":
-            controller.stop()
+            engine.controller.stop()
+
+    engine = run(config(model, rounds=rounds, max_rounds=rounds), steer=stop, store=store).engine
     assert store.get_debate(engine.debate_id)["status"] == "stopped"
     return engine.debate_id
 
@@ -33,15 +35,15 @@ def stopped_debate(model: str, store: Store, rounds: int = 2) -> str:
 def test_a_finished_debate_is_refused_and_left_alone(script, roles, tmp_path, capsys):
     store = Store(tmp_path / "db.sqlite")
     model, _ = script(roles())
-    engine = DebateEngine(config(model), store=store.path)
-    list(engine.run())
-    before = store.export_debate(engine.debate_id)
+    engine = run(config(model), store=store).engine
+    before = exports.export_debate(store, engine.debate_id)
     with pytest.raises(ResumeRefused, match="is finished: there is nothing to resume"):
         prepare_resume(engine.debate_id, store)
+    capsys.readouterr()  # what ran before (an embedding model's loading bar, say) is not the command's
     assert main(["--db", str(store.path), "resume", engine.debate_id[:8]]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: debate ") and "is finished" in err and "Traceback" not in err
-    assert store.export_debate(engine.debate_id) == before
+    assert exports.export_debate(store, engine.debate_id) == before
 
 
 def test_a_debate_whose_model_is_gone_is_refused_before_anything_changes(script, roles, tmp_path, capsys):
@@ -49,26 +51,26 @@ def test_a_debate_whose_model_is_gone_is_refused_before_anything_changes(script,
     model, _ = script(roles())
     debate_id = stopped_debate(model, store)
     unregister_script(model.split("/", 1)[1])
-    before = store.export_debate(debate_id)
+    before = exports.export_debate(store, debate_id)
     with pytest.raises(ConfigError) as refused:
         prepare_resume(debate_id, store)
     assert refused.value.field == "agents[0].model"
     assert main(["--db", str(store.path), "resume", debate_id]) == 2
     err = capsys.readouterr().err
     assert "cannot be resumed here: agents[0].model: Unknown script" in err and "Traceback" not in err
-    assert store.export_debate(debate_id) == before
+    assert exports.export_debate(store, debate_id) == before
 
 
 def test_a_resume_that_fails_before_any_progress_leaves_the_debate_exactly_as_it_was(script, roles, tmp_path):
     store = Store(tmp_path / "db.sqlite")
     model, s = script(roles())
     debate_id = stopped_debate(model, store)
-    before = store.export_debate(debate_id)
+    before = exports.export_debate(store, debate_id)
     s.faults = {i: "exception" for i in range(s.calls, s.calls + 100)}  # the model now fails every call
     ends = [e for e in resume_debate(debate_id, store) if isinstance(e, DebateFinished)]
     assert [e.status for e in ends] == ["failed"]
     assert "RuntimeError: scripted fault: exception" in ends[0].reason  # the consumer hears the cause
-    assert store.export_debate(debate_id) == before
+    assert exports.export_debate(store, debate_id) == before
 
 
 def test_a_resume_that_fails_after_progress_keeps_the_new_turns(script, roles, tmp_path):
@@ -92,13 +94,12 @@ def test_forcing_a_decision_before_anyone_spoke_ends_stopped_with_a_reason(scrip
     model, s = script(roles())
     controller = Controller()
     controller.force_decision()
-    engine = DebateEngine(config(model), controller=controller, store=store.path)
-    events = list(engine.run())
+    events = run(config(model), controller=controller, store=store)
     end = [e for e in events if isinstance(e, DebateFinished)]
     assert [(e.status, e.answer) for e in end] == [("stopped", None)]
     assert "forced before any agent had spoken" in end[0].reason
     assert not [e for e in events if isinstance(e, DecisionReached)] and s.calls == 0
-    debate = store.get_debate(engine.debate_id)
+    debate = store.get_debate(events.engine.debate_id)
     assert (debate["status"], debate["answer"]) == ("stopped", None)
     assert "nothing to decide" in debate["reason"]
 
@@ -110,6 +111,6 @@ def test_a_message_to_an_unknown_agent_before_the_start_is_refused_and_nothing_i
     controller = Controller()
     controller.say("Psst.", ["Agent 9"])  # no debate yet: the controller cannot know the agents
     with pytest.raises(ConfigError) as refused:
-        DebateEngine(config(model), controller=controller, store=store.path)
+        DebateEngine(config(model), controller=controller, store=store)
     assert refused.value.field == "targets" and "Agent 9" in str(refused.value)
-    assert store.list_debates() == [] and s.calls == 0
+    assert list_debates(store) == [] and s.calls == 0

@@ -20,6 +20,7 @@ import pytest
 from mad_core import models
 from mad_core.models import Cancellation, RetryPolicy, call_model, retry_after_seconds, stream_text
 from mad_core.models.callables import register_callable, unregister_callable
+from mad_core.models.errors import retry_after_in
 from mad_core.models.scripted import Script
 
 ASK = [{"role": "user", "content": "What is 2+2?"}]
@@ -181,20 +182,20 @@ def test_retry_after_is_found_wherever_litellm_put_it():
     import litellm
 
     on_response = _openai_rate_limit({"retry-after": "4"})  # exc.response.headers
-    assert models._retry_after(on_response) == 4.0
+    assert retry_after_in(on_response) == 4.0
     on_headers = litellm.Timeout(message="t", model="m", llm_provider="openai", headers={"Retry-After": "5"})
-    assert models._retry_after(on_headers) == 5.0  # exc.headers
+    assert retry_after_in(on_headers) == 5.0  # exc.headers
     mapped = _openai_rate_limit()
     mapped.litellm_response_headers = httpx.Headers({"retry-after-ms": "600"})  # set by exception_type
-    assert models._retry_after(mapped) == 0.6
+    assert retry_after_in(mapped) == 0.6
     wrapped = litellm.exceptions.MidStreamFallbackError(
         message="mid stream", model="m", llm_provider="openai", original_exception=on_response)
-    assert models._retry_after(wrapped) == 4.0  # the wrapper's own response has no headers
+    assert retry_after_in(wrapped) == 4.0  # the wrapper's own response has no headers
     try:
         raise RuntimeError("while handling") from on_response
     except RuntimeError as chained:
-        assert models._retry_after(chained) == 4.0
-    assert models._retry_after(_openai_rate_limit()) is None
+        assert retry_after_in(chained) == 4.0
+    assert retry_after_in(_openai_rate_limit()) is None
 
 
 class _RateLimitingServer(BaseHTTPRequestHandler):

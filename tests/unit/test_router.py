@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mad_core import DebateConfig, DebateEngine
+from mad_core import exports
 from mad_core.events import DebateFinished, TokenReceived, TurnFinished
 from mad_core.models import RetryPolicy, call_model, is_serial, known_models, router, validate_model_name
 from mad_core.store import Store
+from tests.builders import config, run
 
 sys.path.insert(0, str(Path(__file__).parent))
 from openai_server import OpenAIServer  # noqa: E402
@@ -66,11 +67,10 @@ def _dead_base() -> str:
 
 def _debate(store_path, n: int = 4, **settings):
     agents = [{"label": f"Agent {i + 1}", "model": GROUP, "max_tokens": 32} for i in range(n)]
-    config = DebateConfig.from_dict({"question": "What is 2+2?", "agents": agents, "paradigm": "simultaneous",
-                                     "rounds": 2, "max_rounds": 2, "retry_base_delay": 0.05, "timeout_s": 20,
-                                     **settings})
-    engine = DebateEngine(config, store=Store(store_path))
-    return list(engine.run()), engine
+    events = run(config(GROUP, **{"question": "What is 2+2?", "agents": agents, "paradigm": "simultaneous",
+                                  "rounds": 2, "max_rounds": 2, "retry_base_delay": 0.05, "timeout_s": 20,
+                                  **settings}), store=Store(store_path))
+    return list(events), events.engine
 
 
 def test_a_debate_on_a_router_group_spreads_its_calls_over_both_servers(servers, router_file, tmp_path):
@@ -136,9 +136,9 @@ def test_an_api_key_from_the_router_file_never_reaches_the_store_an_export_an_er
     failed = [e.turn for e in events if isinstance(e, TurnFinished) and e.turn.status == "failed"]
     assert failed and all("AuthenticationError" in t.error for t in failed)  # ... and the server echoed it
     store = Store(tmp_path / "d.db")
-    exports = [json.dumps(store.export_debate(engine.debate_id)), store.to_markdown(engine.debate_id),
-               store.to_csv(engine.debate_id), json.dumps(known_models()), repr(events)]
-    assert not [text for text in exports if SECRET in text]
+    outputs = [json.dumps(exports.export_debate(store, engine.debate_id)), exports.to_markdown(store, engine.debate_id),
+               exports.to_csv(store, engine.debate_id), json.dumps(known_models()), repr(events)]
+    assert not [text for text in outputs if SECRET in text]
     store.close()
     for path in tmp_path.glob("d.db*"):  # the database, its WAL and shared memory
         assert SECRET.encode() not in path.read_bytes()

@@ -2,19 +2,19 @@
 under way, and the call plan / progress a live page shows (mad_core.live)."""
 from __future__ import annotations
 
+import functools
 import threading
 
-from mad_core import Controller, DebateConfig, DebateEngine
-from mad_core.engine import Activity, call_problem, phase_of
+from mad_core import Controller
+from mad_core.calls import call_problem
+from mad_core.controller import Activity, phase_of
 from mad_core.events import DebateFinished, SteeringApplied, Turn, TurnFinished, TurnStarted, VoteCast
 from mad_core.live import CallPlan, plan_calls, progress
 from mad_core.view import DebateView
+from tests.builders import config, run
 
 
-def make_config(model: str, n: int = 3, **settings) -> DebateConfig:
-    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
-    return DebateConfig.from_dict({"question": "What is 6 x 7?", "agents": agents, "rounds": 1, "max_rounds": 2,
-                                   "protocol": "simple_voting", **settings})
+make_config = functools.partial(config, question="What is 6 x 7?", rounds=1, max_rounds=2, protocol="simple_voting")
 
 
 def test_activity_names_the_phase_and_the_calls_of_each_step(script):
@@ -29,7 +29,7 @@ def test_activity_names_the_phase_and_the_calls_of_each_step(script):
         return {"vote": "1", "extraction": "42"}.get(kind, "Six sevens.\nFinal answer: 42")
 
     model, _ = script(reply)
-    events = list(DebateEngine(make_config(model), controller=controller).run())
+    events = run(make_config(model), controller=controller)
     assert events[-1].status == "finished"
     by_kind = {kind: [a for k, a in seen if k == kind] for kind in ("discussion", "extraction", "vote")}
     assert [(a.phase, a.round, a.expected, a.deciding) for a in by_kind["discussion"]] == [("discussion", 1, 1, False)] * 3
@@ -54,7 +54,7 @@ def test_a_forced_decision_lets_the_turn_finish_then_collects_every_ballot(scrip
         return "42"
 
     model, _ = script(reply)
-    events = list(DebateEngine(make_config(model), controller=controller).run())
+    events = run(make_config(model), controller=controller)
     finished = [e.turn for e in events if isinstance(e, TurnFinished)]
     assert [(t.agent, t.kind, t.status) for t in finished if t.kind == "discussion"] == [("Agent 1", "discussion", "ok")]
     assert {(a.phase, a.expected, a.deciding) for a in votes} == {("voting", 3, True)}
@@ -78,7 +78,7 @@ def test_stop_cuts_the_votes_under_way_and_names_why_they_were_not_cast(script):
         return "42" if info["metadata"]["kind"] == "extraction" else "Six sevens.\nFinal answer: 42"
 
     model, _ = script(reply, token_delay=0.01)
-    events = list(DebateEngine(make_config(model), controller=controller).run())
+    events = run(make_config(model), controller=controller)
     ballots = [e for e in events if isinstance(e, VoteCast)]
     assert len(ballots) == 3
     assert {(b.valid, b.reason) for b in ballots} == {(False, "the vote call was cut: the debate was stopped")}

@@ -13,24 +13,12 @@ import time
 
 import pytest
 
-from mad_core.events import (
-    ChallengeResult,
-    DebateFinished,
-    DebateStarted,
-    DecisionAttempted,
-    DecisionReached,
-    ErrorOccurred,
-    PersonasAssigned,
-    RoundStarted,
-    SteeringApplied,
-    TokenReceived,
-    Turn,
-    TurnFinished,
-    TurnRetried,
-    TurnStarted,
-    VoteCast,
-)
-from mad_core.store import ClaimLost, ResumeRefused, Store, default_db_path, madlab_home
+from mad_core import codebook, exports
+from mad_core.events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
+                             ErrorOccurred, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
+                             TurnFinished, TurnRetried, TurnStarted, VoteCast)
+from mad_core.store import (ClaimLost, ResumeRefused, Store, claim_for_resume, default_db_path, list_debates,
+                            madlab_home, mark_dead_interrupted, search_turns, undo_resume)
 
 CONFIG = {
     "question": "Which gas do plants absorb for photosynthesis?",
@@ -128,6 +116,40 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     # Reopening applies nothing twice.
     with Store(path) as again:
         assert again.db["_migrations"].count == len(store_migrations)
+        # every step is recorded under the one set name all of them had before the features took theirs
+        assert {row["migration_set"] for row in again.db["_migrations"].rows} == {"madlab"}
+
+
+def test_a_transaction_commits_at_its_end_and_rolls_back_on_an_error(tmp_path):
+    with Store(tmp_path / "t.db") as store, Store(tmp_path / "t.db") as reader:
+        with store.transaction() as db:
+            db["tags"].insert({"name": "kept", "colour": "blue"})
+            with store.transaction():  # nested: a savepoint of the outer one
+                db["tags"].insert({"name": "also kept", "colour": "red"})
+            assert not reader.query("SELECT 1 FROM tags WHERE name = 'kept'")  # not committed yet
+        with pytest.raises(RuntimeError), store.transaction() as db:
+            db["tags"].insert({"name": "undone", "colour": "green"})
+            raise RuntimeError("boom")
+        names = {row["name"] for row in reader.query("SELECT name FROM tags")}
+        assert {"kept", "also kept"} <= names and "undone" not in names
+
+
+def test_each_feature_keeps_its_own_migrations_beside_its_code():
+    from sqlite_utils import Database
+
+    from mad_core import codebook, polls
+    from mad_core.experiments import storage
+    from mad_core.metrics import cache
+    from mad_core.store.migrations import CORE_MIGRATIONS
+
+    def steps(migrations):
+        return [step.name for step in migrations.pending(Database(memory=True))]
+
+    assert steps(CORE_MIGRATIONS) == ["m001_initial", "m002_owners_and_rounds"]
+    assert steps(cache.MIGRATIONS) == ["m003_metrics"]
+    assert steps(storage.MIGRATIONS) == ["m004_experiments"]
+    assert steps(polls.MIGRATIONS) == ["m005_polls", "m007_poll_devices"]
+    assert steps(codebook.MIGRATIONS) == ["m006_codebook"]
 
 
 def test_default_path_is_under_madlab_home(madlab_home):
@@ -211,8 +233,8 @@ def test_recording_a_turn_again_replaces_it_and_its_index_entry(store):
     store.record(TurnFinished(turn=make_turn(0, "Agent 1", "pelican answer")))
     assert [(t.content, t.status) for t in store.turns("d" * 32)] == [("pelican answer", "ok")]
     store.record(TurnFinished(turn=make_turn(0, "Agent 1", "walrus answer")))
-    assert store.search_turns("pelican") == []
-    assert [r["content"] for r in store.search_turns("walrus")] == ["walrus answer"]
+    assert search_turns(store, "pelican") == []
+    assert [r["content"] for r in search_turns(store, "walrus")] == ["walrus answer"]
 
 
 def test_record_updates_updated_at(store):
@@ -252,10 +274,10 @@ def test_round_orders_are_stored(store):
 def test_a_resume_claim_forgets_what_a_resume_replays_and_undo_puts_it_back(store):
     debate_id = run_debate(store)
     store.set_status(debate_id, "stopped")
-    store.annotate(debate_id, "turn-0", "keep")
+    codebook.annotate(store, debate_id, "turn-0", "keep")
     before, row_before = row_counts(store), store.get_debate(debate_id)
-    exported = store.export_debate(debate_id)
-    claim = store.claim_for_resume(debate_id, "me:1:abc")
+    exported = exports.export_debate(store, debate_id)
+    claim = claim_for_resume(store, debate_id, "me:1:abc")
     after = row_counts(store)
     assert (after["votes"], after["decisions"], after["challenges"]) == (0, 0, 0)
     assert {k: v for k, v in after.items() if k not in ("votes", "decisions", "challenges")} == \
@@ -267,9 +289,9 @@ def test_a_resume_claim_forgets_what_a_resume_replays_and_undo_puts_it_back(stor
     mine.record(TurnFinished(turn=make_turn(7, "Agent 1", "", status="failed", error="gone")), debate_id)
     mine.record(ErrorOccurred(message="gone"), debate_id)
     mine.record(DebateFinished(status="failed", reason="gone"), debate_id)
-    store.annotate(debate_id, "turn-1", "added meanwhile")  # a person's note is never undone
-    assert store.undo_resume(claim) is True
-    now = store.export_debate(debate_id)
+    codebook.annotate(store, debate_id, "turn-1", "added meanwhile")  # a person's note is never undone
+    assert undo_resume(store, claim) is True
+    now = exports.export_debate(store, debate_id)
     for table in ("turns", "votes", "decisions", "challenges", "errors", "steering", "rounds"):
         assert now[table] == exported[table], table
     restored = store.get_debate(debate_id)
@@ -281,7 +303,7 @@ def test_a_resume_claim_forgets_what_a_resume_replays_and_undo_puts_it_back(stor
 def test_a_writer_that_lost_its_claim_writes_nothing(store):
     debate_id = run_debate(store)
     store.set_status(debate_id, "interrupted")
-    store.claim_for_resume(debate_id, "first:1:a")
+    claim_for_resume(store, debate_id, "first:1:a")
     store.db["debates"].update(debate_id, {"owner": "second:2:b"})  # someone else took it over
     loser = Store(store.path, owner="first:1:a")
     before = row_counts(store)
@@ -294,10 +316,10 @@ def test_a_writer_that_lost_its_claim_writes_nothing(store):
 def test_finished_and_live_debates_cannot_be_claimed(store, status, refused):
     debate_id = run_debate(store)
     store.set_status(debate_id, status)
-    before = store.export_debate(debate_id)
+    before = exports.export_debate(store, debate_id)
     with pytest.raises(ResumeRefused, match=refused):
-        store.claim_for_resume(debate_id, "me:1:abc")
-    assert store.export_debate(debate_id) == before
+        claim_for_resume(store, debate_id, "me:1:abc")
+    assert exports.export_debate(store, debate_id) == before
 
 
 def test_fork_keeps_parent_and_seq(store):
@@ -330,12 +352,12 @@ def test_no_api_key_is_stored(store):
     raw = store.db.execute("SELECT config FROM debates").fetchone()[0]
     assert "SECRET" not in raw
     # Imports are scrubbed too.
-    data = store.export_debate("a" * 32)
+    data = exports.export_debate(store, "a" * 32)
     data["config"]["db_password"] = "SECRET-7"
     data["config"]["agents"] = [{"label": "Agent 1", "model": "m", "api_key": "SECRET-8"}]
-    new_id = store.import_debate(data, new_id=True)
+    new_id = exports.import_debate(store, data, new_id=True)
     assert "db_password" not in store.get_debate(new_id)["config"]
-    assert "SECRET" not in str(store.export_debate(new_id))
+    assert "SECRET" not in str(exports.export_debate(store, new_id))
 
 
 # ----- reading and searching ----------------------------------------------------------------
@@ -344,35 +366,48 @@ def test_list_debates_filters_and_orders_newest_first(store):
     store.create_debate("b" * 32, {**CONFIG, "question": "Is the sky green?", "protocol": "consensus"})
     store.db["debates"].update("a" * 32, {"created_at": 100.0})
     store.db["debates"].update("b" * 32, {"created_at": 200.0})
-    assert [d["id"] for d in store.list_debates()] == ["b" * 32, "a" * 32]
-    assert [d["id"] for d in store.list_debates(status="finished")] == ["a" * 32]
-    assert [d["id"] for d in store.list_debates(protocol="consensus")] == ["b" * 32]
-    assert [d["id"] for d in store.list_debates(limit=1)] == ["b" * 32]
-    assert [d["id"] for d in store.list_debates(search="stomata")] == ["a" * 32]  # turn text
-    assert [d["id"] for d in store.list_debates(search="sky green")] == ["b" * 32]  # question
-    assert store.list_debates(search="stomata", status="running") == []
+    assert [d["id"] for d in list_debates(store)] == ["b" * 32, "a" * 32]
+    assert [d["id"] for d in list_debates(store, status="finished")] == ["a" * 32]
+    assert [d["id"] for d in list_debates(store, protocol="consensus")] == ["b" * 32]
+    assert [d["id"] for d in list_debates(store, limit=1)] == ["b" * 32]
+    assert [d["id"] for d in list_debates(store, search="stomata")] == ["a" * 32]  # turn text
+    assert [d["id"] for d in list_debates(store, search="sky green")] == ["b" * 32]  # question
+    assert list_debates(store, search="stomata", status="running") == []
 
 
 def test_search_turns_returns_turn_fields_and_a_snippet(store):
     debate_id = run_debate(store)
-    results = store.search_turns("chlorophyll")
+    results = search_turns(store, "chlorophyll")
     assert len(results) == 1
     hit = results[0]
     assert (hit["debate_id"], hit["turn_id"], hit["agent"], hit["seq"]) == (debate_id, "turn-1", "Agent 2", 1)
     assert "Chlorophyll" in hit["snippet"]
     long = "filler " * 100 + "needle in the haystack " + "filler " * 100
     store.record(TurnFinished(turn=make_turn(9, "Agent 1", long)))
-    snippet = store.search_turns("needle")[0]["snippet"]
+    snippet = search_turns(store, "needle")[0]["snippet"]
     assert "needle" in snippet and len(snippet) < 200 and snippet.startswith("…") and snippet.endswith("…")
-    assert {r["turn_id"] for r in store.search_turns("Agent 1")} >= {"turn-0"}  # agent column is indexed too
+    assert {r["turn_id"] for r in search_turns(store, "Agent 1")} >= {"turn-0"}  # agent column is indexed too
 
 
 @pytest.mark.parametrize("query", ['"AND OR (', '"', "(", ")", "NEAR(", "*", "^", "-", "content:x", "a\"b",
                                    "') OR 1=1 --", "\\", "\x00", "AND", "NOT", "   ", "", "🙂 é"])
 def test_hostile_search_strings_never_break_search(store, query):
-    run_debate(store)
-    assert isinstance(store.search_turns(query), list)
-    assert isinstance(store.list_debates(search=query), list)
+    """Operators, quotes and control characters are plain text: no turn holds these words, and a query
+    with no words at all (blank, NUL) filters nothing. The positive control proves the index answers."""
+    debate_id = run_debate(store)
+    assert search_turns(store, query) == []
+    no_words = query.strip("\x00 ") == ""
+    assert [d["id"] for d in list_debates(store, search=query)] == ([debate_id] if no_words else [])
+    assert [r["turn_id"] for r in search_turns(store, "stomata")] == ["turn-0"]  # positive control
+    assert [d["id"] for d in list_debates(store, search="stomata")] == [debate_id]
+
+
+@pytest.mark.parametrize("query", ['"stomata', "stomata*", "(stomata)", "stomata^", "-stomata", "stomata\\",
+                                   "stomata\x00", 'stomata "', "stomata   "])
+def test_hostile_characters_around_a_word_still_find_it(store, query):
+    debate_id = run_debate(store)
+    assert [r["turn_id"] for r in search_turns(store, query)] == ["turn-0"]
+    assert [d["id"] for d in list_debates(store, search=query)] == [debate_id]
 
 
 def test_operators_in_queries_are_plain_words(store):
@@ -380,8 +415,8 @@ def test_operators_in_queries_are_plain_words(store):
     store.record(TurnFinished(turn=make_turn(0, "Agent 1", "cats OR dogs NOT birds")))
     store.record(TurnFinished(turn=make_turn(1, "Agent 1", "only cats here")))
     # Unquoted, "cats OR dogs" would match both turns; quoted, every word must appear.
-    assert [r["turn_id"] for r in store.search_turns("cats OR dogs")] == ["turn-0"]
-    assert [r["turn_id"] for r in store.search_turns("NOT birds")] == ["turn-0"]
+    assert [r["turn_id"] for r in search_turns(store, "cats OR dogs")] == ["turn-0"]
+    assert [r["turn_id"] for r in search_turns(store, "NOT birds")] == ["turn-0"]
 
 
 def test_find_debate_id_accepts_unique_prefixes(store):
@@ -398,33 +433,33 @@ def test_find_debate_id_accepts_unique_prefixes(store):
 
 def test_delete_debate_removes_everything(store):
     debate_id = run_debate(store)
-    store.annotate(debate_id, "turn-0", "keep")
+    codebook.annotate(store, debate_id, "turn-0", "keep")
     store.delete_debate(debate_id)
     assert all(count == 0 for count in row_counts(store).values())
-    assert store.search_turns("stomata") == []
+    assert search_turns(store, "stomata") == []
 
 
 # ----- annotations --------------------------------------------------------------------------
 def test_annotations_are_stored_listed_searchable_and_deletable(store):
     debate_id = run_debate(store)
-    first = store.annotate(debate_id, "turn-1", "hallucination", "oxygen is released, not absorbed")
-    store.annotate(debate_id, "turn-0", "good")
+    first = codebook.annotate(store, debate_id, "turn-1", "hallucination", "oxygen is released, not absorbed")
+    codebook.annotate(store, debate_id, "turn-0", "good")
     assert [(a["id"], a["turn_id"], a["tag"], a["note"]) for a in store.annotations(debate_id)] == [
         (first, "turn-1", "hallucination", "oxygen is released, not absorbed"), (first + 1, "turn-0", "good", "")]
-    assert [d["id"] for d in store.list_debates(search="hallucination")] == [debate_id]
-    assert [d["id"] for d in store.list_debates(search="released")] == [debate_id]
-    store.delete_annotation(first)
-    assert store.list_debates(search="hallucination") == []
+    assert [d["id"] for d in list_debates(store, search="hallucination")] == [debate_id]
+    assert [d["id"] for d in list_debates(store, search="released")] == [debate_id]
+    codebook.delete_annotation(store, first)
+    assert list_debates(store, search="hallucination") == []
     assert [a["tag"] for a in store.annotations(debate_id)] == ["good"]
     with pytest.raises(ValueError):
-        store.annotate(debate_id, "turn-0", "  ")
+        codebook.annotate(store, debate_id, "turn-0", "  ")
 
 
 # ----- export / import / handouts -----------------------------------------------------------
 def test_export_import_round_trip(store, tmp_path):
     debate_id = run_debate(store)
-    store.annotate(debate_id, "turn-1", "wrong", "oxygen")
-    exported = store.export_debate(debate_id)
+    codebook.annotate(store, debate_id, "turn-1", "wrong", "oxygen")
+    exported = exports.export_debate(store, debate_id)
     assert exported["format"] == "madlab-debate" and exported["version"] == 1
     assert exported["config"] == CONFIG and len(exported["turns"]) == 3
     assert {k: len(exported[k]) for k in ("agents", "votes", "decisions", "challenges", "steering", "errors",
@@ -432,35 +467,35 @@ def test_export_import_round_trip(store, tmp_path):
         "agents": 2, "votes": 2, "decisions": 2, "challenges": 2, "steering": 2, "errors": 1, "annotations": 1}
 
     with Store(tmp_path / "other.db") as other:
-        assert other.import_debate(exported) == debate_id
-        assert other.export_debate(debate_id) == exported
+        assert exports.import_debate(other, exported) == debate_id
+        assert exports.export_debate(other, debate_id) == exported
         assert other.turns(debate_id) == store.turns(debate_id)
 
-    copy_id = store.import_debate(exported, new_id=True)
+    copy_id = exports.import_debate(store, exported, new_id=True)
     assert copy_id != debate_id
-    copy = store.export_debate(copy_id)
+    copy = exports.export_debate(store, copy_id)
     assert copy["debate"].pop("id") == copy_id
     exported["debate"].pop("id")
     assert copy == exported
-    assert {d["id"] for d in store.list_debates(search="oxygen")} == {copy_id, debate_id}
+    assert {d["id"] for d in list_debates(store, search="oxygen")} == {copy_id, debate_id}
 
 
 def test_import_refuses_duplicates_and_foreign_data(store):
     debate_id = run_debate(store)
-    data = store.export_debate(debate_id)
+    data = exports.export_debate(store, debate_id)
     with pytest.raises(ValueError, match="already exists"):
-        store.import_debate(data)
+        exports.import_debate(store, data)
     with pytest.raises(ValueError, match="not a MAD Lab"):
-        store.import_debate({"format": "something-else"})
+        exports.import_debate(store, {"format": "something-else"})
     with pytest.raises(ValueError, match="version"):
-        store.import_debate({**data, "version": 99}, new_id=True)
+        exports.import_debate(store, {**data, "version": 99}, new_id=True)
     assert store.db["debates"].count == 1
 
 
 def test_markdown_handout_contains_the_debate(store):
     debate_id = run_debate(store)
-    store.annotate(debate_id, "turn-1", "wrong", "oxygen is an output")
-    md = store.to_markdown(debate_id)
+    codebook.annotate(store, debate_id, "turn-1", "wrong", "oxygen is an output")
+    md = exports.to_markdown(store, debate_id)
     assert md.startswith("# Which gas do plants absorb for photosynthesis?")
     for text in ("Plants absorb carbon dioxide through stomata.", "Chlorophyll needs light; the gas is oxygen.",
                  "## Round 1", "## Round 2", "### Agent 1 · discussion", "### Agent 2 · vote",
@@ -479,7 +514,7 @@ def test_markdown_shows_only_failed_attempts_besides_the_decision(store):
     store.create_debate("a" * 32, CONFIG)
     store.record(DecisionAttempted(round=1, protocol="simple_voting", reached=True, reason="solution 1 won"))
     store.record(DecisionReached(round=1, protocol="simple_voting", answer="CO2", winner_agent=None, winner_index=0))
-    md = store.to_markdown("a" * 32)
+    md = exports.to_markdown(store, "a" * 32)
     assert "**Decision (simple_voting):** CO2" in md
     assert "No decision" not in md and "solution 1 won" not in md
 
@@ -488,8 +523,8 @@ def test_markdown_shows_model_text_literally_and_safely(store):
     store.create_debate("a" * 32, {**CONFIG, "question": "Is <img src=x onerror=alert(1)> safe?"})
     store.record(TurnFinished(turn=make_turn(0, "Agent 1", "x < y and <b>bold</b> <script>alert(1)</script> "
                                              "[click](javascript:alert(2)) <JavaScript:alert(3)> & done")))
-    store.annotate("a" * 32, "turn-0", "<i>tag</i>", "[x](javascript:void(0))")
-    md = store.to_markdown("a" * 32)
+    codebook.annotate(store, "a" * 32, "turn-0", "<i>tag</i>", "[x](javascript:void(0))")
+    md = exports.to_markdown(store, "a" * 32)
     assert "x &lt; y and &lt;b&gt;bold&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;" in md
     assert r"\[click\](javascript&#58;alert(2)) &lt;JavaScript&#58;alert(3)&gt; &amp; done" in md
     assert "# Is &lt;img src=x onerror=alert(1)&gt; safe?" in md
@@ -504,7 +539,7 @@ def test_csv_cells_never_start_a_formula(store):
     hostile = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR", "plain =1"]
     for seq, text in enumerate(hostile):
         store.record(TurnFinished(turn=make_turn(seq, text, text, answer=text)))
-    rows = list(csv.DictReader(io.StringIO(store.to_csv("a" * 32), newline="")))
+    rows = list(csv.DictReader(io.StringIO(exports.to_csv(store, "a" * 32), newline="")))
     assert [r["content"] for r in rows] == ["'" + t for t in hostile[:-1]] + ["plain =1"]
     assert [r["agent"] for r in rows] == [r["content"] for r in rows] == [r["answer"] for r in rows]
     assert rows[0]["seq"] == "0"  # numbers stay numbers
@@ -512,9 +547,9 @@ def test_csv_cells_never_start_a_formula(store):
 
 def test_csv_has_one_row_per_turn(store):
     debate_id = run_debate(store)
-    store.annotate(debate_id, "turn-0", "good", "cites stomata")
-    store.annotate(debate_id, "turn-0", "short")
-    rows = list(csv.DictReader(io.StringIO(store.to_csv(debate_id))))
+    codebook.annotate(store, debate_id, "turn-0", "good", "cites stomata")
+    codebook.annotate(store, debate_id, "turn-0", "short")
+    rows = list(csv.DictReader(io.StringIO(exports.to_csv(store, debate_id))))
     assert [r["seq"] for r in rows] == ["0", "1", "2"]
     assert rows[0]["content"] == "Plants absorb carbon dioxide through stomata."
     assert (rows[0]["agent"], rows[0]["kind"], rows[0]["status"], rows[0]["answer"]) == (
@@ -544,19 +579,24 @@ def test_running_debates_of_dead_processes_become_interrupted(store, tmp_path):
     }.items():
         store.create_debate(debate_id, CONFIG)
         store.db["debates"].update(debate_id, values)
-    assert sorted(store.mark_dead_interrupted()) == [p + "0" * 28 for p in ("dead", "gone", "hung", "old_")]
-    status = {d["id"][:4]: d["status"] for d in store.list_debates()}
+    assert sorted(mark_dead_interrupted(store)) == [p + "0" * 28 for p in ("dead", "gone", "hung", "old_")]
+    status = {d["id"][:4]: d["status"] for d in list_debates(store)}
     assert status == {"dead": "interrupted", "live": "running", "hung": "interrupted", "gone": "interrupted",
                       "away": "running", "old_": "interrupted", "done": "finished"}
-    assert store.mark_dead_interrupted() == []
+    assert mark_dead_interrupted(store) == []
 
 
-def test_opening_a_store_marks_dead_debates(tmp_path):
+def test_opening_a_store_writes_nothing_and_the_sweep_is_an_explicit_call(tmp_path):
     with Store(tmp_path / "x.db") as store:
         store.create_debate("a" * 32, CONFIG)
         store.db["debates"].update("a" * 32, {"pid": dead_pid()})
+        changes = store.db.conn.total_changes
     with Store(tmp_path / "x.db") as store:
+        assert store.db.conn.total_changes == 0  # the open (schema up to date) wrote nothing
+        assert store.get_debate("a" * 32)["status"] == "running"
+        assert mark_dead_interrupted(store) == ["a" * 32]
         assert store.get_debate("a" * 32)["status"] == "interrupted"
+    assert changes > 0
 
 
 def test_cumulative_ballots_read_back_with_integer_keys(tmp_path):
@@ -580,24 +620,26 @@ def test_lone_surrogates_and_nul_are_stored_without_failing(store):
     assert turn.content == "broken \ufffd escape, a pair \U0001F600 and a NUL \x00 inside"
     assert turn.answer == "\ufffd" and store.get_debate(debate_id)["question"] == "Why \ufffd this?"
     assert store.steering(debate_id)[0]["message"] == "hi \ufffd"
-    assert [r["turn_id"] for r in store.search_turns("escape")] == ["turn-0"]
-    exported = store.export_debate(debate_id)
+    assert [r["turn_id"] for r in search_turns(store, "escape")] == ["turn-0"]
+    exported = exports.export_debate(store, debate_id)
     assert exported["turns"][0]["content"] == turn.content
-    assert "a pair 😀 and a NUL" in store.to_markdown(debate_id)
-    assert "a pair 😀 and a NUL" in store.to_csv(debate_id)
+    assert "a pair 😀 and a NUL" in exports.to_markdown(store, debate_id)
+    assert "a pair 😀 and a NUL" in exports.to_csv(store, debate_id)
 
 
 @pytest.mark.parametrize("query", ["x" * 100_000, "\ud800" * 5000, "\x00zq\x00" * 3000, "\"" * 50_000 + "NEAR("])
 def test_any_search_text_is_accepted(store, query):
-    run_debate(store)
-    assert store.list_debates(search=query) == []
-    assert store.search_turns(query) == []
+    debate_id = run_debate(store)
+    assert list_debates(store, search=query) == []
+    assert search_turns(store, query) == []
+    assert [r["turn_id"] for r in search_turns(store, "stomata")] == ["turn-0"]  # positive control: the same
+    assert [d["id"] for d in list_debates(store, search="stomata")] == [debate_id]  # store answers a real query
 
 
 @pytest.mark.parametrize("limit", [10**20, -5, 0, "many", None])
 def test_any_listing_limit_is_kept_within_bounds(store, limit):
     run_debate(store)
-    assert len(store.list_debates(limit=limit)) == 1
+    assert len(list_debates(store, limit=limit)) == 1
 
 
 def test_a_dead_owners_claim_expires_and_a_live_one_holds(store):
@@ -606,7 +648,7 @@ def test_a_dead_owners_claim_expires_and_a_live_one_holds(store):
     store.db["debates"].update(debate_id, {"status": "running", "owner": "far:1:x", "host": "far-away",
                                            "heartbeat_at": now, "updated_at": now})
     with pytest.raises(ResumeRefused, match="still running"):
-        store.claim_for_resume(debate_id, "me:2:y")
+        claim_for_resume(store, debate_id, "me:2:y")
     store.db["debates"].update(debate_id, {"heartbeat_at": now - 3600, "updated_at": now - 3600})
-    store.claim_for_resume(debate_id, "me:2:y")
+    claim_for_resume(store, debate_id, "me:2:y")
     assert store.get_debate(debate_id)["owner"] == "me:2:y"

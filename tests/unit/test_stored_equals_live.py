@@ -11,10 +11,12 @@ import dataclasses
 
 import pytest
 
-from mad_core import Controller, DebateConfig, DebateEngine, components
+from mad_core import DebateConfig, components
 from mad_core.events import TurnFinished
 from mad_core.store import Store
 from mad_core.view import DebateView
+from tests import builders
+from tests.builders import run
 
 
 def normalised(view: DebateView) -> dict:
@@ -24,16 +26,14 @@ def normalised(view: DebateView) -> dict:
 
 
 def live_and_stored(config: DebateConfig, tmp_path, steer=None) -> tuple[dict, dict, list]:
+    """The view folded from the events as the consumer got them, and the one reopened from the store.
+    `steer(event, engine)` is a listener: it steers at the step boundary where the event happens."""
     store = Store(tmp_path / "debates.db")
-    controller = Controller()
-    engine = DebateEngine(config, controller=controller, store=store)
-    live, events = DebateView(), []
-    for event in engine.run():
-        if steer is not None:
-            steer(event, controller)
+    events = run(config, steer=steer, store=store)
+    live = DebateView()
+    for event in events:
         live.apply(event)
-        events.append(event)
-    stored = DebateView.from_store(store, engine.debate_id)
+    stored = DebateView.from_store(store, events.engine.debate_id)
     return normalised(live), normalised(stored), events
 
 
@@ -47,10 +47,8 @@ def config_for(paradigm: str, model: str, **settings) -> DebateConfig:
     extra = {"judge_model": model, "protocol": "judge"} if paradigm == "two_sided" else {}
     if paradigm == "kks_per_player":  # seed 001's mode debates a Knight-Knave-Spy puzzle with its own vote
         extra = {"answer_type": "kks", "answer_options": ["Ann", "Bo"], "protocol": "kks_player_vote"}
-    agents = [{"label": f"Agent {i + 1}", "model": model} for i in range(n)]
-    return DebateConfig.from_dict({"question": "What is the capital of France?", "agents": agents,
-                                   "paradigm": paradigm, "rounds": 2, "max_rounds": 3, "retry_base_delay": 0,
-                                   **extra, **settings})
+    return builders.config(model, n, **{"paradigm": paradigm, "rounds": 2, "max_rounds": 3, "retry_base_delay": 0,
+                                        **extra, **settings})
 
 
 def judge_aware(roles):
@@ -63,13 +61,22 @@ def judge_aware(roles):
     return reply
 
 
+# The decision each paradigm reaches with `judge_aware` replies: Paris by 3 votes to 0 in round 2 (Agents 1
+# and 3 say Paris, every vote is "1"); the judge says YES to Paris in round 2; KKS reads no roles from
+# "Paris", so the supervisor's fallback gives each tied player the first role (recorded as round 4).
+DECISIONS = {"two_sided": {"round": 2, "answer": "Paris", "winner_agent": "judge"},
+             "kks_per_player": {"round": 4, "answer": "Ann: knight, Bo: knight", "winner_agent": None}}
+
+
 @pytest.mark.parametrize("paradigm", components()["paradigm"])
 def test_every_paradigm_reopens_as_it_ran(paradigm, script, roles, tmp_path):
     # A server error on call 1 (retried), a hard failure on call 4 (a failed turn with an error).
     model, _ = script(judge_aware(roles), faults={1: "server_error", 4: "exception"})
     config = config_for(paradigm, model, ordering="random", seed=7, all_agents_drafting=paradigm == "memory")
     live, stored, events = live_and_stored(config, tmp_path)
-    assert live["status"] == "finished" and live["decision"] is not None
+    assert live["status"] == "finished"
+    decided = {k: live["decision"][k] for k in ("round", "answer", "winner_agent")}
+    assert decided == DECISIONS.get(paradigm, {"round": 2, "answer": "Paris", "winner_agent": "Agent 1"})
     assert any(t["retries"] == 1 for t in live["turns"])  # the retried call shows as retried both ways
     assert any(t["status"] == "failed" for t in live["turns"]) and live["errors"]
     assert all(order for order in live["rounds"].values())  # every round's order is known, stored too
@@ -82,14 +89,18 @@ def test_steering_challenges_and_votes_reopen_as_they_ran(script, roles, tmp_pat
                             challenge="DISAGREE, it is Lyon.\nFinal answer: Lyon"))
     config = config_for("memory", model, protocol="cumulative_voting", challenge=True, vote_retries=1)
 
-    def steer(event, controller):
+    def steer(event, engine):
         if isinstance(event, TurnFinished) and event.turn.seq == 0:
-            controller.say("Think about Lyon.", ["Agent 2"])
-            controller.pause()
-            controller.resume()
+            engine.controller.say("Think about Lyon.", ["Agent 2"])
+            engine.controller.pause()
+            engine.controller.resume()
     live, stored, _ = live_and_stored(config, tmp_path, steer)
     assert [s["action"] for s in live["steering"]] == ["message", "pause", "resume"]
-    assert live["challenges"] and live["votes"]
+    assert sorted((c["agent"], c["agrees"], c["new_answer"]) for c in live["challenges"]) == \
+        [(agent, False, "Lyon") for agent in ("Agent 1", "Agent 2", "Agent 3")]  # every agent disagrees
+    # No ballot reads as a cumulative vote: each agent's, retried once, in rounds 2 and 3 (both undecided).
+    assert sorted((v["round"], v["agent"], v["valid"]) for v in live["votes"]) == \
+        [(r, agent, False) for r in (2, 3) for agent in ("Agent 1", "Agent 2", "Agent 3") for _ in range(2)]
     assert_same(live, stored)
 
 

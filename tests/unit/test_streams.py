@@ -63,7 +63,7 @@ def test_a_looping_agent_keeps_its_turn_in_a_debate_with_the_note(script, roles,
                             f"{meta['agent']} thinks.\nFinal answer: Paris"))
     config = DebateConfig.from_dict({"question": "What is the capital of France?", "rounds": 1, "max_rounds": 1,
                                      "agents": [{"label": f"Agent {i}", "model": model} for i in (1, 2, 3)]})
-    engine = DebateEngine(config, store=tmp_path / "db.sqlite")
+    engine = DebateEngine(config, store=Store(tmp_path / "db.sqlite"))
     events = list(engine.run())
     [end] = [e for e in events if isinstance(e, DebateFinished)]
     assert end.status == "finished"
