@@ -289,6 +289,13 @@ def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_col
     assert_in_view(page, "decision_answer", "poll_results", "poll_right", "poll_count", "presenter_agent_0")
     lines = [by_key(page, f"poll_result_{i}") for i in range(3)]
     expect(lines[0]).to_contain_text("Paris, because")
+    # The results were just drawn beside a sidebar that closed: wait until the browser reports the lines
+    # stacked (each below the one before), then measure them.
+    page.wait_for_function("""() => {
+      const keys = ['poll_result_0', 'poll_result_1', 'poll_result_2', 'poll_right'];
+      const boxes = keys.map(k => document.querySelector('.st-key-' + k)?.getBoundingClientRect());
+      return boxes.every(b => b) && boxes.slice(1).every((b, i) => b.top >= boxes[i].bottom - 1);
+    }""", timeout=10_000)
     boxes = [line.bounding_box() for line in [*lines, by_key(page, "poll_right")]]
     font = lines[0].locator("p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     for above, below in zip(boxes, boxes[1:]):  # one line each, however long the answer; none over another
