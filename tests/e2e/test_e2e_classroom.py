@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from e2e_helpers import (LIVE_TIMEOUT, click, configure_debate, expect, expect_no_exception, open_app, open_debate_page,
                          start, unique, wait_for_idle)
 from e2e_helpers import key as by_key
@@ -289,17 +290,23 @@ def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_col
     assert_in_view(page, "decision_answer", "poll_results", "poll_right", "poll_count", "presenter_agent_0")
     lines = [by_key(page, f"poll_result_{i}") for i in range(3)]
     expect(lines[0]).to_contain_text("Paris, because")
-    # The results were just drawn beside a sidebar that closed: wait until the browser reports the lines
-    # stacked (each below the one before), then measure them.
-    page.wait_for_function("""() => {
+    # One line each, however long the answer, and none over another. The results were just drawn beside a
+    # sidebar that closed and the poll's fragment redraws them: the layout is read in the browser, in one
+    # go, until it holds (a read in two steps caught lines mid-move); never holding in 10 s fails.
+    layout = """() => {
       const keys = ['poll_result_0', 'poll_result_1', 'poll_result_2', 'poll_right'];
       const boxes = keys.map(k => document.querySelector('.st-key-' + k)?.getBoundingClientRect());
-      return boxes.every(b => b) && boxes.slice(1).every((b, i) => b.top >= boxes[i].bottom - 1);
-    }""", timeout=10_000)
-    boxes = [line.bounding_box() for line in [*lines, by_key(page, "poll_right")]]
-    font = lines[0].locator("p").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
-    for above, below in zip(boxes, boxes[1:]):  # one line each, however long the answer; none over another
-        assert font <= above["height"] < 2 * font and below["y"] >= above["y"] + above["height"] - 1, (above, below)
+      const text = document.querySelector('.st-key-poll_result_0 p');
+      if (!text || boxes.some(b => !b)) return null;
+      const font = parseFloat(getComputedStyle(text).fontSize);
+      const ok = boxes.slice(0, 3).every(b => font <= b.height && b.height < 2 * font)
+        && boxes.slice(1).every((b, i) => b.top >= boxes[i].bottom - 1);
+      return {ok, font, boxes: boxes.map(b => [b.top, b.bottom])};
+    }"""
+    try:
+        page.wait_for_function(f"() => ({layout})()?.ok", timeout=10_000)
+    except PlaywrightTimeoutError:
+        pytest.fail(f"the poll's lines never settled one per line, stacked: {page.evaluate(layout)}")
     assert by_key(page, "poll_results").bounding_box()["height"] < 200
     # The agents keep most of the screen: their columns start in its upper half once the page has settled
     # (the sidebar's closing moves the layout for a moment), waited for as the browser reports it.
