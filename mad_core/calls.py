@@ -29,7 +29,7 @@ from .events import DISCUSSION_KINDS, ErrorOccurred, TokenReceived, Turn, TurnFi
 from .ports import Emit
 from .protocols.schemas import ReplyFormat
 from .replay import Replay
-from .store import clean_text
+from .text import clean_text
 
 # (agent, kind, messages, model or None[, reply format or None])
 Request = tuple[Any, ...]

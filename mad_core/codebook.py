@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from .store import Store
 from .store.migrations import feature_migrations
-from .store.rows import clean_text
+from .text import clean_text
 
 # The codebook (m006): the tags every archive starts with, the palette a tag's colour comes from
 # (colour names Streamlit's markdown knows), and the longest tag name.

@@ -20,7 +20,7 @@ from typing import Any
 
 from .config import ConfigError
 from .events import SteeringApplied
-from .store import clean_text
+from .text import clean_text
 
 
 # The phase a step of model calls belongs to, by the kind of its turns (any other kind: "discussion").

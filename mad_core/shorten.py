@@ -4,7 +4,7 @@ What it is for: one rule for every place that shows a long text in little room (
 answer lines, poll options, the presenter's stage), importable from any floor of mad_core (it
 imports nothing of the project).
 
-What it must not do: parse, escape or judge the text (escaping is the caller's: `store.md_safe`,
+What it must not do: parse, escape or judge the text (escaping is the caller's: `exports.md_safe`,
 `html.escape`), or import anything of the project.
 """
 from __future__ import annotations

@@ -24,7 +24,8 @@ from .claims import (CLAIM_EXPIRES_S, DERIVED_TABLES, HEARTBEAT_EVERY_S, HEARTBE
                      heartbeat, mark_dead_interrupted, new_owner, owner_gone, release, undo_resume)
 from .core import BUSY_TIMEOUT_S, ClaimLost, Store, default_db_path, like_escape, madlab_home
 from .migrations import MIGRATIONS
-from .rows import BOOL_COLUMNS, JSON_COLUMNS, clean_text, stored_events
+from ..text import clean_text
+from .rows import BOOL_COLUMNS, JSON_COLUMNS, stored_events
 from .search import (CORRECTNESS, MAX_LIST_LIMIT, MAX_QUERY_CHARS, OUTCOMES, debate_correctness, list_debates,
                      models_used, prefix_query, search_matches, search_turns, stored_correctness)
 

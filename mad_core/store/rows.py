@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import socket
 from functools import partial
 from typing import Any, Callable
@@ -23,6 +22,7 @@ from typing import Any, Callable
 from ..events import (DISCUSSION_KINDS, ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted,
                       DecisionReached, ErrorOccurred, Event, PersonasAssigned, RoundStarted, SteeringApplied, Turn,
                       TurnFinished, TurnStarted, VoteCast)
+from ..text import clean_text
 
 # Columns stored as JSON text, and columns stored as 0/1 that read back as bools.
 JSON_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -39,14 +39,6 @@ BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
     "decisions": ("reached", "final", "forced"),
     "challenges": ("agrees",),
 }
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """`text` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD."""
-    if not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _clean_value(value: Any) -> Any:

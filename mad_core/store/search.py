@@ -18,7 +18,8 @@ from sqlite_utils import Database
 
 from .claims import mark_dead_interrupted
 from .core import like_escape
-from .rows import clean_text, turn_from_row
+from ..text import clean_text
+from .rows import turn_from_row
 
 # Longest search text used (longer queries are cut there) and the largest page of a listing.
 MAX_QUERY_CHARS = 1000
