@@ -255,14 +255,16 @@ class DebateEngine:
         state.round = rnd
         self.controller.publish(phase="discussion", round=rnd, expected=0, received=0, deciding=False)
         state.order = discussion.round_order(rnd)
-        self._emit(RoundStarted(rnd, list(state.order)))
         planned = None if drafting else self.paradigm.plan(rnd, list(state.order), self.context)
+        agents = None
         if planned is None:  # the engine's own discussion turns
             kind = "draft" if drafting else "discussion"
             agents = [list(state.order)] if drafting else self.paradigm.steps(state.order, self.cfg)
             steps = [Step(tuple(step), kind) for step in agents]
         else:
             steps = planned
+        topic = self.paradigm.round_topics(self.cfg.to_dict(), self.context.turns).get(rnd)
+        self._emit(RoundStarted(rnd, list(state.order), topic=topic, steps=agents))
         finished: list[Turn] = []
         for step in steps:
             if self._halted():

@@ -94,10 +94,16 @@ class PersonasAssigned(Event):
 
 @dataclass
 class RoundStarted(Event):
-    """A round begins; `order` is the speaking order for it."""
+    """A round begins; `order` is the speaking order for it. `topic`: what the round is about where
+    its paradigm says (seed 001's per-player debate: the player discussed), else None. `steps`: who
+    speaks together in it (agents of one step speak at the same time and never see each other's
+    replies of the round), None for a round the paradigm plans itself. Recorded with the round, so
+    a view and the metric report read them without the paradigm that made them."""
 
     round: int
     order: list[str]
+    topic: str | None = None
+    steps: list[list[str]] | None = None
 
 
 @dataclass

@@ -275,7 +275,8 @@ CHILD_COLUMNS: dict[str, dict[str, Column]] = {
     "errors": {"message": TEXT, "agent": TEXT_OR_NULL, "turn_id": TEXT_OR_NULL, "ts": TIME},
     "annotations": {"turn_id": TEXT, "tag": text(nonempty=True), "note": TEXT_OR_NULL, "created_at": TIME,
                     "annotator": TEXT_OR_NULL},
-    "rounds": {"round": INDEX, "speakers": list_of(TEXT, nullable=True), "ts": TIME},
+    "rounds": {"round": INDEX, "speakers": list_of(TEXT, nullable=True), "topic": TEXT_OR_NULL,
+               "steps": list_of(list_of(TEXT), nullable=True), "ts": TIME},
 }
 
 

@@ -60,6 +60,8 @@ class DebateView:
     finished_at: float | None = None
     personas: dict[str, str] = field(default_factory=dict)
     rounds: dict[int, list[str]] = field(default_factory=dict)  # round -> speaking order
+    topics: dict[int, str] = field(default_factory=dict)  # round -> what it is about (RoundStarted.topic)
+    round_steps: dict[int, list[list[str]]] = field(default_factory=dict)  # round -> who speaks together
     turns: list[TurnView] = field(default_factory=list)
     votes: list[VoteCast] = field(default_factory=list)
     attempts: list[DecisionAttempted] = field(default_factory=list)
@@ -138,15 +140,9 @@ class DebateView:
         return sorted(rounds.items())
 
     def round_topics(self) -> dict[int, str]:
-        """What each round is about, when its paradigm says (seed 001's per-player debate: the
-        player discussed in it); {} otherwise. Derived from the config and the turns (pure)."""
-        from . import registry
-
-        try:
-            paradigm = registry.get("paradigm", self.config.get("paradigm", ""))
-        except Exception:  # noqa: BLE001 - a debate stored with a paradigm this version lacks
-            return {}
-        return paradigm.round_topics(self.config, self.turns)
+        """What each round is about, when its paradigm said so as the round began (seed 001's
+        per-player debate: the player discussed in it); {} otherwise."""
+        return dict(self.topics)
 
     def round_title(self, rnd: int) -> str:
         """A round's heading, plain text: "Independent drafts" or "Setup" for round 0, else
@@ -194,6 +190,10 @@ def _personas(v: DebateView, e: PersonasAssigned) -> None:
 
 def _round(v: DebateView, e: RoundStarted) -> None:
     v.rounds[e.round] = list(e.order)
+    if e.topic:
+        v.topics[e.round] = e.topic
+    if e.steps is not None:
+        v.round_steps[e.round] = [list(group) for group in e.steps]
 
 
 def _turn_started(v: DebateView, e: TurnStarted) -> None:

@@ -495,10 +495,7 @@ def _player_round_transitions(view: DebateView, numbers: list[int], parts_by_rou
     per-player KKS mode, `round_topics`): each agent's state on that player before the round
     (from the round before) and whether its answer for the player is right after it. {} when no
     round is about a player."""
-    try:
-        topics = view.round_topics()
-    except Exception:  # noqa: BLE001 - a paradigm's topics are a nicety, never a failure
-        return {}
+    topics = view.round_topics()
     counts: dict[tuple, int] = {}
     for i, number in enumerate(numbers):
         player = topics.get(number)
@@ -546,28 +543,14 @@ _SNIPPET_CHARS = 80
 def _step_of(view: DebateView) -> Callable[[int, str], int | None]:
     """(round, agent) -> the step of its round the agent speaks in (agents of one step speak at
     the same time and never see each other's replies of that round), or None when unknown. From
-    the paradigm's own `steps` (simultaneous, simultaneous_summarizer, collective_refinement: one
-    step; report: the moderator, then the members together); AAD drafts (round 0) are one step."""
-    config = view.config or {}
-    try:
-        from ..config import DebateConfig
-        from ..registry import get
-
-        cfg = DebateConfig.from_dict(config, check_models=False)
-        paradigm = get("paradigm", cfg.paradigm)(cfg)
-        labels = [a.label for a in cfg.agents]
-    except Exception:  # noqa: BLE001 - an old or odd config: order by seq alone
-        return lambda rnd, agent: None
-    plans: dict[int, dict[str, int]] = {}
+    the step plan recorded with each round (`RoundStarted.steps`: simultaneous,
+    simultaneous_summarizer, collective_refinement: one step; report: the moderator, then the
+    members together; AAD drafts: one step); unknown for rounds a paradigm plans itself."""
+    plans = {rnd: {agent: i for i, group in enumerate(groups) for agent in group}
+             for rnd, groups in view.round_steps.items()}
 
     def step(rnd: int, agent: str) -> int | None:
-        if rnd not in plans:
-            try:
-                order = view.rounds.get(rnd) or labels
-                plans[rnd] = {a: i for i, group in enumerate(paradigm.steps(list(order), cfg)) for a in group}
-            except Exception:  # noqa: BLE001 - a paradigm that plans its own rounds
-                plans[rnd] = {}
-        return plans[rnd].get(agent)
+        return plans.get(rnd, {}).get(agent)
     return step
 
 

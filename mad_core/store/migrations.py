@@ -4,7 +4,7 @@ The store owns the debates' tables (`m001_initial`, `m002_owners_and_rounds` her
 keeps the migrations of its own tables beside its code (`feature_migrations()` makes its set):
 the metric cache (m003, mad_core/metrics/cache.py), experiments (m004,
 mad_core/experiments/storage.py), polls (m005, m007, mad_core/polls.py) and the codebook (m006,
-mad_core/codebook.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
+mad_core/codebook.py) and the round plans of older debates (m009, mad_core/round_plans.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
 loaded by name (`FEATURE_SETS`) the first time it is used, so opening a database creates every
 table, in the order the steps were written.
 
@@ -23,7 +23,8 @@ from sqlite_utils.migrations import Migrations
 SET_NAME, TABLE = "madlab", "_migrations"
 # Each feature's migration set: (module, attribute), imported by name when first needed.
 FEATURE_SETS = (("mad_core.metrics.cache", "MIGRATIONS"), ("mad_core.experiments.storage", "MIGRATIONS"),
-                ("mad_core.polls", "MIGRATIONS"), ("mad_core.codebook", "MIGRATIONS"))
+                ("mad_core.polls", "MIGRATIONS"), ("mad_core.codebook", "MIGRATIONS"),
+                ("mad_core.round_plans", "MIGRATIONS"))
 
 
 def feature_migrations() -> Migrations:
@@ -118,6 +119,14 @@ def m002_owners_and_rounds(db: Database) -> None:
     db["rounds"].create({"id": int, "debate_id": str, "round": int, "speakers": str, "ts": float},
                         pk="id", not_null={"debate_id"})
     db["rounds"].create_index(["debate_id"])
+
+
+@CORE_MIGRATIONS()
+def m008_round_plans(db: Database) -> None:
+    """Each round's topic and step plan (RoundStarted.topic/steps); mad_core/round_plans.py's m009
+    fills them in for rounds stored before."""
+    db["rounds"].add_column("topic", str)
+    db["rounds"].add_column("steps", str)
 
 
 MIGRATIONS = _AllMigrations()

@@ -31,7 +31,7 @@ JSON_COLUMNS: dict[str, tuple[str, ...]] = {
     "votes": ("ballot",),
     "decisions": ("scores", "solutions", "solution_agents", "details"),
     "steering": ("targets",),
-    "rounds": ("speakers",),
+    "rounds": ("speakers", "steps"),
 }
 BOOL_COLUMNS: dict[str, tuple[str, ...]] = {
     "turns": ("agreement",),
@@ -92,7 +92,7 @@ def _on_started(store: Any, event: DebateStarted, debate_id: str) -> None:
 
 def _on_round(store: Any, event: RoundStarted, debate_id: str) -> None:
     store.insert("rounds", {"debate_id": debate_id, "round": event.round, "speakers": list(event.order),
-                            "ts": event.ts})
+                            "topic": event.topic, "steps": event.steps, "ts": event.ts})
 
 
 def _on_personas(store: Any, event: PersonasAssigned, debate_id: str) -> None:
@@ -150,7 +150,8 @@ def stored_events(store: Any, debate_id: str) -> list[Event]:
                                          ts=record.get("created_at") or 0.0)]
     personas = {a["label"]: a.get("persona") or "" for a in store.agents(debate_id)}
     events.append(PersonasAssigned(personas, ts=events[0].ts))
-    timed: list[Event] = [RoundStarted(row["round"], row.get("speakers") or [], ts=row.get("ts") or 0.0)
+    timed: list[Event] = [RoundStarted(row["round"], row.get("speakers") or [], topic=row.get("topic"),
+                                       steps=row.get("steps"), ts=row.get("ts") or 0.0)
                           for row in store.rounds(debate_id)]
     seen_rounds = {event.round for event in timed}
     for turn in store.turns(debate_id):

@@ -727,30 +727,40 @@ def test_force_decision_now(script, roles):
 def test_pause_blocks_until_resume(script, roles):
     import queue as queue_module
     controller = Controller()
-    paused = threading.Event()
+    at_gate = threading.Event()  # the worker has reached the pause gate and waits there
+    wait = controller.wait_while_paused
 
-    def reply(messages, info):
-        if info["call_index"] == 0:
-            controller.pause()  # pause while Agent 1's reply is being streamed
-            paused.set()
-        return roles()(messages, info)
-    model, _ = script(reply)
-    engine = DebateEngine(config(model, rounds=1, max_rounds=1), controller=controller)
+    def gate():
+        if controller.paused:
+            at_gate.set()
+        wait()
+    controller.wait_while_paused = gate
+
+    def pause(event, engine):  # a listener on the streaming thread, before Agent 1's first piece is queued
+        if isinstance(event, TokenReceived) and event.agent == "Agent 1" and not controller.paused and not at_gate.is_set():
+            controller.pause()
+    model, s = script(roles())
+    engine = DebateEngine(config(model, rounds=1, max_rounds=1), controller=controller,
+                          listeners=[lambda event: pause(event, engine)])
     events = []
     for event in engine.run():
         events.append(event)
-        if isinstance(event, TurnStarted) and event.agent == "Agent 1" and event.kind == "discussion":
-            assert paused.wait(timeout=10)
-            leaked = []  # must not happen: progress while paused (one token already in flight may pass)
+        if isinstance(event, TokenReceived) and event.agent == "Agent 1" and controller.paused:
+            assert at_gate.wait(timeout=30)
+            calls = s.calls
+            queued = []  # everything the worker emitted before it stopped at the gate
             with pytest.raises(queue_module.Empty):
                 while True:
-                    leaked.append(engine._events.get(timeout=0.5))
-            assert len(leaked) <= 1 and all(isinstance(e, TokenReceived) for e in leaked)
-            events.extend(leaked)
+                    queued.append(engine._events.get_nowait())
+            # must not happen: progress while paused (the reply finishing, another agent starting)
+            assert all(isinstance(e, TokenReceived) and e.agent == "Agent 1" for e in queued)
+            assert s.calls == calls == 1
+            events.extend(queued)
             controller.resume()
     actions = [e.action for e in of(events, SteeringApplied)]
     assert actions == ["pause", "resume"]
     assert engine.status == "finished" and turns(events, "discussion")[0].status == "ok"
+    assert [t.agent for t in turns(events, "discussion")] == ["Agent 1", "Agent 2", "Agent 3"]
 
 
 # ----- persistence, resume, fork ------------------------------------------------------------------

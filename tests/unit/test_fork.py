@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 import itertools
 
-from mad_core import Controller, DebateEngine, fork_debate
-from mad_core.events import PersonasAssigned, RoundStarted, SteeringApplied
+from mad_core import DebateEngine, fork_debate
+from mad_core.events import PersonasAssigned, RoundStarted, SteeringApplied, TurnStarted
 from mad_core.store import Store
 from mad_core.view import DebateView
 from tests.builders import config, run
@@ -26,19 +26,14 @@ def user_text(turn) -> str:
 def parent_with_messages(script, roles, store, **settings):
     """A finished 3-agent, 2-round debate: FLAMINGO said while Agent 1 speaks in round 1 (it reaches
     the prompts after Agent 1's turn), PELICAN while Agent 2 speaks (after Agent 2's turn, seq 1)."""
-    controller = Controller()
-    base = roles(default_answer="100")
-
-    def reply(messages, info):
-        meta = info["metadata"]
-        if (meta["kind"], meta["round"]) == ("discussion", 1):
-            said = {"Agent 1": FLAMINGO, "Agent 2": PELICAN}.get(meta["agent"])
+    def say(event, engine):  # a listener: as the turn starts, on the worker's thread
+        if isinstance(event, TurnStarted) and (event.kind, event.round) == ("discussion", 1):
+            said = {"Agent 1": FLAMINGO, "Agent 2": PELICAN}.get(event.agent)
             if said:
-                controller.say(said)  # applied at the next step boundary, after this turn
-        return base(messages, info)
+                engine.controller.say(said)  # applied at the next step boundary, after this turn
 
-    model, s = script(reply)
-    return run(make_config(model, **settings), controller=controller, store=store).engine.debate_id, s
+    model, s = script(roles(default_answer="100"))
+    return run(make_config(model, **settings), steer=say, store=store).engine.debate_id, s
 
 
 def discussion(turns):

@@ -163,6 +163,16 @@ def test_the_ui_never_imports_the_engine(project):
             if imports_of(graph, name, ("mad_core.engine",))} == {}
 
 
+def test_the_view_and_the_report_read_debates_without_the_registry_or_the_config(project):
+    # A round's topic and step plan are recorded with it (RoundStarted), so a stored debate renders and
+    # is measured without the components or the settings' rules of the version that reads it.
+    found, graph = project
+    forbidden = ("mad_core.registry", "mad_core.config")
+    assert {"mad_core.view", "mad_core.metrics.report"} <= set(found)
+    assert {name: imports_of(graph, name, forbidden) for name in ("mad_core.view", "mad_core.metrics.report")
+            if imports_of(graph, name, forbidden)} == {}
+
+
 def source_files() -> list[Path]:
     """Every .py file of the project outside tests/ and bench/ (and the virtual environment)."""
     return [REPO / "app.py", *sorted((REPO / "pages").glob("*.py")),

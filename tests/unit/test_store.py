@@ -91,7 +91,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store = Store(path)
     assert store.applied_migrations()[:4] == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
                                                "m004_experiments"]
-    assert store.applied_migrations()[-1] == "m007_poll_devices"  # the latest (tests/unit/test_poll_identity.py)
+    assert store.applied_migrations()[-1] == "m009_round_plans"  # the latest (tests/unit/test_stored_equals_live.py)
     store_migrations = store.applied_migrations()
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
@@ -107,6 +107,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     assert any(ix.unique and ix.columns == ["debate_id", "turn_id"] for ix in db["turns"].indexes)
     for table in ("turns", "votes", "decisions", "challenges", "steering", "errors", "annotations", "rounds"):
         assert any(ix.columns[0] == "debate_id" for ix in db[table].indexes), table
+    assert set(db["rounds"].columns_dict) == {"id", "debate_id", "round", "speakers", "topic", "steps", "ts"}
     assert db["turns"].detect_fts() == "turns_fts" and db["annotations"].detect_fts() == "annotations_fts"
     assert {"turns_ai", "turns_ad", "turns_au", "annotations_ai"} <= {t.name for t in db.triggers}
     assert db.journal_mode == "wal"
@@ -137,7 +138,7 @@ def test_a_transaction_commits_at_its_end_and_rolls_back_on_an_error(tmp_path):
 def test_each_feature_keeps_its_own_migrations_beside_its_code():
     from sqlite_utils import Database
 
-    from mad_core import codebook, polls
+    from mad_core import codebook, polls, round_plans
     from mad_core.experiments import storage
     from mad_core.metrics import cache
     from mad_core.store.migrations import CORE_MIGRATIONS
@@ -145,11 +146,12 @@ def test_each_feature_keeps_its_own_migrations_beside_its_code():
     def steps(migrations):
         return [step.name for step in migrations.pending(Database(memory=True))]
 
-    assert steps(CORE_MIGRATIONS) == ["m001_initial", "m002_owners_and_rounds"]
+    assert steps(CORE_MIGRATIONS) == ["m001_initial", "m002_owners_and_rounds", "m008_round_plans"]
     assert steps(cache.MIGRATIONS) == ["m003_metrics"]
     assert steps(storage.MIGRATIONS) == ["m004_experiments"]
     assert steps(polls.MIGRATIONS) == ["m005_polls", "m007_poll_devices"]
     assert steps(codebook.MIGRATIONS) == ["m006_codebook"]
+    assert steps(round_plans.MIGRATIONS) == ["m009_round_plans"]
 
 
 def test_default_path_is_under_madlab_home(madlab_home):

@@ -110,3 +110,27 @@ def test_a_failed_debate_reopens_with_its_cause(script, roles, tmp_path):
     assert live["status"] == "failed" and "every turn of round 1 failed" in live["finish_reason"]
     assert "RuntimeError: scripted fault: exception" in live["finish_reason"]
     assert_same(live, stored)
+
+
+@pytest.mark.parametrize("paradigm", ["kks_per_player", "simultaneous", "memory"])
+def test_a_debate_stored_before_rounds_carried_their_plan_reopens_as_it_ran(paradigm, script, roles, tmp_path):
+    # Rounds stored before m008 had no topic and no step plan; m009 (mad_core/round_plans.py) fills them in
+    # from the stored config and turns, so headings and the report's "said just before" read as they did.
+    from sqlite_utils import Database
+
+    model, _ = script(judge_aware(roles))
+    config = config_for(paradigm, model, ordering="random", seed=7, all_agents_drafting=paradigm == "memory",
+                        **({"kks_order": "agreed"} if paradigm == "kks_per_player" else {}))
+    live, stored, events = live_and_stored(config, tmp_path)
+    assert live["topics"] if paradigm == "kks_per_player" else live["round_steps"]  # something to lose
+    path = tmp_path / "debates.db"
+    old = Database(path)
+    old["rounds"].transform(drop={"topic", "steps"})  # the rounds table as it was before m008
+    old.execute("DELETE FROM _migrations WHERE name IN ('m008_round_plans', 'm009_round_plans')")
+    old.conn.commit()
+    old.close()
+    with Store(path) as reopened:
+        assert reopened.applied_migrations()[-2:] == ["m008_round_plans", "m009_round_plans"]
+        upgraded = normalised(DebateView.from_store(reopened, events.engine.debate_id))
+    assert (upgraded["topics"], upgraded["round_steps"]) == (live["topics"], live["round_steps"])
+    assert_same(live, upgraded)
