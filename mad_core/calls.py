@@ -8,6 +8,19 @@ reused instead of called (`replay.Replay`). Numbering (seq), the retries' bookke
 (`TurnRetried`, the retry policy, Retry-After waits that a stop cuts short) and the sampling
 seed of each call (`call_seed`) live here too.
 
+The response cache (`cfg.cache`, `models.response_cache`): in mode "read" or "readwrite" a call is
+looked up first. On a hit the model is not called: the stored text comes as one `TokenReceived`
+(the path a streamed reply takes, so a watched debate shows it) and the turn gets the stored
+tokens and note, `latency_s` 0, `first_token_s` 0 and `attempts` 0 (no model attempt was made:
+how a served-from-cache turn reads). On a miss the model is called and, in "readwrite", a reply
+that ended "ok" is stored. The occurrence number of the key (how many times this debate already
+made the same request, replayed turns included) is counted here, in the order the turns were
+planned, so a re-asked identical request gets its own entry on every run.
+
+Streamed or not (`stream`, the engine's option): a debate somebody watches streams each reply
+piece by piece; one nobody watches (a sweep, `run --no-stream`) asks for each reply whole
+(`call_model(stream=False)`: far less CPU a call), and its text comes as one `TokenReceived`.
+
 It is handed the functions that hand events on (`emit`: recorded, worker thread; `push`:
 transient, any thread) and never imports the engine.
 """
@@ -21,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import LOCAL_SAMPLING, DebateConfig
 from .controller import Controller, phase_of
@@ -30,6 +43,10 @@ from .ports import Emit
 from .protocols.schemas import ReplyFormat
 from .replay import Replay
 from .text import clean_text
+
+if TYPE_CHECKING:
+    from .models import CallResult
+    from .models.response_cache import CachedReply, ResponseCache
 
 # (agent, kind, messages, model or None[, reply format or None])
 Request = tuple[Any, ...]
@@ -56,18 +73,24 @@ class Calls:
     """Runs the model calls of one debate (see the module docstring)."""
 
     def __init__(self, cfg: DebateConfig, controller: Controller, state: DebateState, replay: Replay, *,
-                 emit: Emit, push: Emit, read_turn: Callable[[Turn], None], debate_id: str):
+                 emit: Emit, push: Emit, read_turn: Callable[[Turn], None], debate_id: str, stream: bool = True):
         self.cfg, self.controller, self.state, self.replay = cfg, controller, state, replay
+        self.stream = stream  # False: ask for each reply whole (nobody watches it come)
         self._emit, self._push, self._read_turn, self.debate_id = emit, push, read_turn, debate_id
         self._seq = replay.next_seq
         self._seq_lock = threading.Lock()
         self._serial_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._pool = ThreadPoolExecutor(max_workers=cfg.max_concurrency, thread_name_prefix="madlab-call")
         self.new_ok_turns = 0  # turns that succeeded in this run (not reused)
+        self._cache = _open_cache(cfg.cache)
+        self._occurrences: dict[str, int] = defaultdict(int)  # a request's occurrence-0 key -> times made
+        self._occurrence_lock = threading.Lock()
 
     def close(self) -> None:
-        """Wait for the calls under way and let the pool's threads go."""
+        """Wait for the calls under way and let the pool's threads go (and the cache's connection)."""
         self._pool.shutdown(wait=True)
+        if self._cache is not None:
+            self._cache.close()
 
     def ask_many(self, requests: Sequence[Request], on_done: OnDone | None = None) -> list[Turn]:
         """Run (agent, kind, messages, model[, reply]) requests concurrently; emit each turn as it finishes.
@@ -83,10 +106,11 @@ class Calls:
                                     expected=len(calls), received=0)
         futures: dict[Future[Turn], Turn] = {}
         for turn, reused, reply in planned:
+            key = self._cache_key(turn, reply)  # counted in plan order, reused turns too
             if reused:
                 self._finish_turn(turn, reused=True, on_done=on_done)
             else:
-                futures[self._pool.submit(self._call, turn, reply)] = turn
+                futures[self._pool.submit(self._call, turn, reply, key)] = turn
         for future in as_completed(futures):
             self.controller.call_finished()
             self._finish_turn(future.result(), on_done=on_done)
@@ -130,12 +154,28 @@ class Calls:
                     metadata={"agent": turn.agent, "round": turn.round, "kind": turn.kind,
                               "debate_id": self.debate_id})
 
-    def _call(self, turn: Turn, reply: ReplyFormat | None = None) -> Turn:
-        """One model call (in a pool thread): stream tokens as events, return the finished turn."""
+    def _cache_key(self, turn: Turn, reply: ReplyFormat | None) -> str | None:
+        """The response cache's key of this call, its occurrence counted (None: the cache is off)."""
+        if self._cache is None:
+            return None
+        from .models.response_cache import SAMPLING_FIELDS, request_key
+
+        settings = self._settings(turn, reply)
+        sampling = {name: settings[name] for name in SAMPLING_FIELDS}
+        first = request_key(turn.model, turn.prompt, **sampling)
+        with self._occurrence_lock:
+            occurrence = self._occurrences[first]
+            self._occurrences[first] = occurrence + 1
+        return first if occurrence == 0 else request_key(turn.model, turn.prompt, occurrence=occurrence, **sampling)
+
+    def _call(self, turn: Turn, reply: ReplyFormat | None = None, key: str | None = None) -> Turn:
+        """One model call (in a pool thread): stream tokens as events, return the finished turn.
+        `key`: the call's response cache key (`_cache_key`), None when the cache is off."""
         from .models import call_model, is_serial
 
         settings = self._settings(turn, reply)
-        serial = self._serial_locks[turn.model] if is_serial(turn.model) else None
+        cached = self._cache.get(key, self.debate_id) if self._cache is not None and key is not None else None
+        serial = self._serial_locks[turn.model] if is_serial(turn.model) and cached is None else None
         if serial:
             serial.acquire()
         try:
@@ -150,14 +190,27 @@ class Calls:
                 self.controller.wait_while_paused()
                 return self.controller.stopped
 
-            result = call_model(
-                turn.model, turn.prompt, should_stop=should_stop,
-                on_token=lambda text: self._push(TokenReceived(turn.id, turn.agent, clean_text(text))),
-                on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
-                sleep=self.controller.sleep, **settings)
+            def on_token(text: str) -> None:
+                self._push(TokenReceived(turn.id, turn.agent, clean_text(text)))
+
+            if cached is not None:
+                result = _cached_result(cached, on_token, should_stop)
+            else:
+                result = call_model(
+                    turn.model, turn.prompt, should_stop=should_stop, on_token=on_token,
+                    on_retry=lambda attempt, error: self._push(TurnRetried(turn.id, turn.agent, attempt, error)),
+                    sleep=self.controller.sleep, stream=self.stream, **settings)
         finally:
             if serial:
                 serial.release()
+        if cached is None and self._cache is not None and key is not None:
+            # stores only what ended "ok" (and only in "readwrite"), noted as used by this debate
+            self._cache.put(key, result, turn.model, self.debate_id)
+        self._keep(turn, result)
+        return turn
+
+    def _keep(self, turn: Turn, result: CallResult) -> None:
+        """Fill `turn` from a call's `CallResult`."""
         turn.content, turn.status = clean_text(result.text), result.status
         cause = result.error or result.note  # a kept reply's note ("cut: the model repeated itself ...")
         turn.error = clean_text(cause) if cause else cause
@@ -166,7 +219,6 @@ class Calls:
         turn.finished_at = time.time()
         if turn.kind in DISCUSSION_KINDS and turn.content:
             self._read_turn(turn)
-        return turn
 
     def _finish_turn(self, turn: Turn, reused: bool = False, on_done: OnDone | None = None) -> None:
         if not turn.started_at and not reused:
@@ -202,3 +254,25 @@ def call_seed(seed: int | None, turn: Turn) -> int | None:
         return None
     key = f"{seed}\x1f{turn.agent}\x1f{turn.round}\x1f{turn.kind}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def _open_cache(mode: str) -> ResponseCache | None:
+    """The debate's `ResponseCache` in `mode`, or None for "off" (nothing is opened)."""
+    if mode == "off":
+        return None
+    from .models.response_cache import ResponseCache
+
+    return ResponseCache(mode)
+
+
+def _cached_result(cached: CachedReply, on_token: Callable[[str], None],
+                   should_stop: Callable[[], bool]) -> CallResult:
+    """A stored reply as a call's `CallResult`: its text handed to `on_token` in one piece, unless the
+    debate was stopped first (then "interrupted", nothing said). No model attempt: `attempts` 0."""
+    from .models import CallResult
+
+    if should_stop():  # waits while the debate is paused, as a streamed piece does
+        return CallResult("", "interrupted", None, 0, 0, 0.0, None, 0)
+    on_token(cached.text)
+    return CallResult(cached.text, "ok", None, cached.prompt_tokens, cached.completion_tokens, 0.0, 0.0, 0,
+                      note=cached.note)

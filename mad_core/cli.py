@@ -1,4 +1,4 @@
-"""Command line: `python -m mad_core run | list | show | export | import | resume | experiment`.
+"""Command line: `python -m mad_core run | list | show | export | import | resume | experiment | cache`.
 
 It runs debates through the same engine as the app (tokens stream to stdout, each turn
 labelled with its agent) and reads the same database (`Store`). Settings are validated
@@ -57,7 +57,7 @@ from .store import (MAX_LIST_LIMIT, MAX_QUERY_CHARS, ResumeRefused, Store, defau
 EXIT_BY_STATUS = {"finished": 0, "stopped": 130, "failed": 1}
 # `run` flags that set the config field of the same name.
 FIELD_FLAGS = ("question", "protocol", "paradigm", "rounds", "max_rounds", "seed", "tit_for_tat", "ordering",
-               "response_generator", "judge_model")
+               "response_generator", "judge_model", "cache")
 # Turn kinds printed without a "(kind)" tag after the agent label.
 PLAIN_KINDS = ("draft", "discussion")
 # Larger import files are refused unread.
@@ -341,7 +341,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .engine import DebateEngine  # imported late: loads the model stack
 
     store, controller = _store(args), Controller()
-    engine = DebateEngine(config, controller=controller, store=store)
+    # --no-stream: each reply is asked for whole and printed when it is in (far less CPU a call)
+    engine = DebateEngine(config, controller=controller, store=store, stream=not getattr(args, "no_stream", False))
     return _stream(engine.run(), controller, store, lambda: engine.debate_id)
 
 
@@ -440,6 +441,32 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_bundle(args: argparse.Namespace) -> int:
+    """`experiment export ID ARCHIVE` and `experiment reproduce ARCHIVE` (experiments/bundle.py)."""
+    from .experiments import bundle
+
+    wanted = 2 if args.file == "export" else 1
+    if len(args.more) != wanted:
+        raise CliError("experiment: give `export ID ARCHIVE` or `reproduce ARCHIVE`")
+    store = _store(args)
+    try:
+        if args.file == "export":
+            manifest = bundle.export_bundle(store, _experiment_id(store, args.more[0]), args.more[1])
+            print(f"Wrote {args.more[1]}: {bundle.manifest_text(manifest)}")
+            return 0
+        done = bundle.reproduce(args.more[0], store)  # Ctrl-C stops its runner's debates (resumable)
+    except bundle.BundleError as exc:
+        raise CliError(f"{args.more[-1]}: {exc.member}: {exc.message}") from None
+    except (ConfigError, OSError, LookupError) as exc:
+        raise CliError(str(exc)) from None
+    print(f"Reproduced as experiment {done.experiment_id[:8]} ({done.status}; {done.cache_added} cached replies "
+          f"added): " + ", ".join(f"{name} {'identical' if same else 'DIFFERENT'}" for name, same in done.same.items()))
+    for name, lines in done.differences.items():
+        for line in lines:
+            print(f"  {name}: {line}")
+    return 0 if done.identical else 1
+
+
 def _experiment_line(progress: Any) -> str:
     """One terminal line per debate that ended: where the experiment stands, with an ETA."""
     from .experiments.runner import format_eta
@@ -456,22 +483,41 @@ def _experiment_line(progress: Any) -> str:
 
 def _experiment_results(store: Store, experiment_id: str, args: argparse.Namespace) -> None:
     """Print an experiment's results table; write the CSV files asked for."""
-    from .experiments import results
+    from .experiments import publish, results, uncertainty
 
     found = results.experiment_results(store, experiment_id)
     print(f"\nExperiment {experiment_id[:8]} ({found.experiment['name']}): {found.experiment['status']} · "
           f"{results.spec_summary(found.experiment['spec'])}")
-    print("mean ± sample sd over seeds and items; accuracy counts a debate without a decision as wrong\n")
-    print(results.text_table(found.table))
+    print("accuracy with its 95 % interval (Wilson; items repeated: a bootstrap over items); vs a baseline: the "
+          "difference with its paired-bootstrap interval and Holm-corrected exact McNemar p; other columns: mean ± "
+          "sample sd over seeds and items; a debate without a decision counts as wrong\n")
+    print(results.text_table(found.table, found.statistics))
+    comparisons = uncertainty.comparison_records(found.statistics, found.labels)
+    if comparisons:
+        print("\nPaired comparisons (A − B on the same items and seeds):")
+        for c in comparisons:
+            print(f"  {c['a']}  vs  {c['b']}: {_comparison_text(c)}")
     for problem in found.problems:
         print(f"note: {problem}", file=sys.stderr)
-    for path, records in ((args.csv, results.table_records(found.table)), (args.runs_csv, results.run_records(found.runs))):
+    outputs = ((args.csv, lambda: results.to_csv(results.table_records(found.table, found.statistics))),
+               (args.runs_csv, lambda: results.to_csv(results.run_records(found.runs, found.configurations))),
+               (args.comparisons_csv, lambda: results.to_csv(comparisons)),
+               (args.report, lambda: publish.markdown_report(found)))
+    for path, text in outputs:
         if path:
             try:
-                Path(path).write_text(results.to_csv(records), encoding="utf-8", newline="")
+                Path(path).write_text(text(), encoding="utf-8", newline="")
             except OSError as exc:
                 raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
             print(f"Wrote {path}", file=sys.stderr)
+
+
+def _comparison_text(c: dict) -> str:
+    if c["diff"] is None:
+        return "no pairs to compare"
+    interval = f" [{c['diff_low']:+.2f}, {c['diff_high']:+.2f}]" if c["diff_low"] is not None else ""
+    holm = "n/a" if c["p_holm"] is None else f"{c['p_holm']:.3f}"
+    return f"{c['diff']:+.2f}{interval}, McNemar p = {c['p_mcnemar']:.3f}, Holm p = {holm} ({c['n_pairs']} pairs)"
 
 
 def _experiment_id(store: Store, prefix: str) -> str:
@@ -486,11 +532,17 @@ def _experiment_id(store: Store, prefix: str) -> str:
 def cmd_experiment(args: argparse.Namespace) -> int:
     from .experiments import ExperimentConfig, ExperimentRunner, storage
 
+    if args.file in ("export", "reproduce"):
+        return _experiment_bundle(args)
+    if args.more:
+        raise CliError(f"experiment: unexpected {' '.join(args.more)!r} after the file")
     chosen = [name for name in ("file", "resume", "show", "list") if getattr(args, name)]
     if len(chosen) != 1:
         raise CliError("experiment: give one of FILE, --resume ID, --show ID or --list")
     if args.concurrency is not None and (isinstance(args.concurrency, str) or not 1 <= args.concurrency <= 64):
         raise CliError(f"concurrency: must be a whole number from 1 to 64, got {short_repr(args.concurrency)}")
+    if args.workers is not None and (isinstance(args.workers, str) or not 1 <= args.workers <= 32):
+        raise CliError(f"workers: must be a whole number from 1 to 32, got {short_repr(args.workers)}")
     if args.list:
         rows = storage.list_experiments(_store(args))
         if not rows:
@@ -515,8 +567,14 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         if args.show:
             _experiment_results(store, experiment_id, args)
             return 0
-    runner = ExperimentRunner(experiment_id, db_path=store.path, concurrency=args.concurrency,
-                              on_progress=lambda progress: print(_experiment_line(progress), flush=True))
+    options: dict[str, Any] = dict(db_path=store.path, concurrency=args.concurrency,
+                                   on_progress=lambda progress: print(_experiment_line(progress), flush=True))
+    if (args.workers or 1) > 1:  # N processes over this store (experiments/workers.py)
+        from .experiments.workers import WorkersRunner
+
+        runner: ExperimentRunner = WorkersRunner(experiment_id, workers=args.workers, **options)
+    else:
+        runner = ExperimentRunner(experiment_id, **options)
     try:
         with _stop_on_interrupt(runner, "the experiment"):
             status = runner.run()
@@ -527,10 +585,42 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         status = "stopped"
     _experiment_results(store, experiment_id, args)
+    if runner.error and status != "failed":  # a worker process that died (its debates are resumable)
+        print(f"note: {runner.error}", file=sys.stderr)
     if status == "stopped":
         print(f"\nExperiment stopped. Resume it with: python -m mad_core experiment --resume {experiment_id[:8]}",
               file=sys.stderr)
     return EXIT_BY_STATUS.get(status, 1)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """`cache stats`: the response cache's entries, size and file; `cache clear`: empty it (asks nothing)."""
+    from .models.response_cache import ResponseCache
+
+    cache = ResponseCache("readwrite")  # in this MAD Lab home, whatever --db names
+    try:
+        if args.action == "clear":
+            removed = cache.clear()
+            print(f"Removed {removed} {'entry' if removed == 1 else 'entries'} from the response cache ({cache.path}).")
+            return 0
+        stats = cache.stats()
+    except sqlite3.Error as exc:
+        raise CliError(f"cache: cannot open {short_repr(str(cache.path))}: {clip(str(exc), 200)}") from None
+    finally:
+        cache.close()
+    print(f"Response cache: {stats['path']}")
+    print(f"  entries: {stats['entries']}")
+    print(f"  size:    {_size_text(stats['bytes'])}")
+    if stats["entries"]:
+        print(f"  oldest:  {format_time(stats['oldest'])}, newest: {format_time(stats['newest'])}")
+    return 0
+
+
+def _size_text(size: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit} ({size:,} bytes)"
+    return f"{size:,} bytes"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -554,6 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ordering")
     run.add_argument("--response-generator")
     run.add_argument("--judge-model")
+    run.add_argument("--cache", help="the response cache: off (default), read (stored replies only) or readwrite")
+    run.add_argument("--no-stream", action="store_true", help="ask for each reply whole and print it when it is in "
+                                                                "(far less CPU a call than streaming it)")
     run.set_defaults(func=cmd_run)
 
     lister = sub.add_parser("list", help="list stored debates, newest first")
@@ -584,14 +677,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     experiment = sub.add_parser("experiment", help="run a sweep of debates over a task set (YAML file), "
                                                    "resume one, or show results")
-    experiment.add_argument("file", nargs="?", help="experiment YAML/JSON (see assets/experiments/)")
+    experiment.add_argument("file", nargs="?", help="experiment YAML/JSON (see assets/experiments/); or `export ID "
+                                                    "ARCHIVE` (one zip: spec, resolved configurations, provenance, "
+                                                    "results and the cached replies it used), or `reproduce ARCHIVE` "
+                                                    "(rerun it offline from its cached replies and compare the tables)")
+    experiment.add_argument("more", nargs="*", help=argparse.SUPPRESS)
     experiment.add_argument("--resume", metavar="ID", help="continue a stopped or interrupted experiment")
     experiment.add_argument("--show", metavar="ID", help="print a stored experiment's results table")
     experiment.add_argument("--list", action="store_true", help="list stored experiments, newest first")
     experiment.add_argument("--concurrency", type=whole_number, help="debates at once (overrides the file's)")
+    experiment.add_argument("--workers", type=whole_number, help="run the debates in this many processes (1-32) "
+                                                                 "over the one database, the concurrency shared "
+                                                                 "among them (default 1: this process)")
     experiment.add_argument("--csv", help="write the results table (one row per configuration) to this CSV file")
     experiment.add_argument("--runs-csv", help="write one row per debate to this CSV file")
+    experiment.add_argument("--comparisons-csv", help="write every paired comparison (differences, intervals, "
+                                                      "McNemar and Holm p, effect sizes) to this CSV file")
+    experiment.add_argument("--report", help="write a Markdown results report (tables, comparisons, what "
+                                             "discussion changed, how each figure was computed) to this file")
     experiment.set_defaults(func=cmd_experiment)
+
+    cache = sub.add_parser("cache", help="the response cache of this MAD Lab home: its size, or empty it")
+    cache.add_argument("action", choices=("stats", "clear"), help="stats: entries, size and file; "
+                                                                   "clear: remove every entry")
+    cache.set_defaults(func=cmd_cache)
     return parser
 
 

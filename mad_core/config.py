@@ -54,6 +54,9 @@ MAX_FIELD_CHARS = 100
 MAX_MESSAGE_CHARS = 480
 # Settings naming a registered component, and yes/no settings.
 COMPONENT_SETTINGS = ("paradigm", "response_generator", "protocol", "ordering")
+# The response cache's modes (mad_core/models/response_cache.py): "off" neither reads nor writes,
+# "read" takes stored replies and stores none, "readwrite" takes and stores them.
+CACHE_MODES = ("off", "read", "readwrite")
 FLAG_SETTINGS = ("extract_final_answers", "all_agents_drafting", "confidence", "confidence_visible",
                  "judge_adaptive_break", "auto_personas")
 # The challenge step's settings (seed 000 §5 and App. E.3; MALLM's challenge_solution calls): what
@@ -167,6 +170,7 @@ class DebateConfig:
     retry_base_delay: float = 0.5  # seconds, doubled per retry
     retry_max_wait_s: float = 60.0  # longest wait before a retry, a server's Retry-After included
     timeout_s: float = 120.0  # the longest one attempt may wait for a remote model's whole reply (local/: see models.RetryPolicy)
+    cache: str = "off"  # the response cache: "off" | "read" (stored replies, none stored) | "readwrite" (CACHE_MODES)
 
     # ----- conversion -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -273,6 +277,7 @@ class DebateConfig:
         yield partial(_check_connectivity, self.connectivity,
                       [a.label for a in self.agents if isinstance(a, AgentConfig)])
         yield partial(_check_component, "kks_order", self.kks_order, KKS_ORDERS, "order")
+        yield partial(_check_component, "cache", self.cache, CACHE_MODES, "cache mode")
         for name in ("judge_model", "persona_model", "summarizer_model", "supervisor_model"):
             if getattr(self, name) is not None:
                 yield partial(check_model, name, getattr(self, name))

@@ -13,6 +13,7 @@ It never imports the engine: the engine, the calls and the UI import it.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -157,5 +158,8 @@ class Controller:
         return actions
 
     def _log(self, action: SteeringApplied) -> None:
+        """Queue `action` for the engine, stamped with when the person asked (`requested_at`; the
+        engine sets its `ts` when it applies it at the next step boundary)."""
+        action.requested_at = time.time()
         with self._lock:
             self._actions.append(action)

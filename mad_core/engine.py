@@ -20,6 +20,10 @@ recorded events on the worker thread, transient ones (a turn's start, its tokens
 the thread of the call that made them. A listener may steer (a stop at a given turn happens
 exactly there); one that raises ends the debate as failed, naming the cause.
 
+`stream=False` says nobody watches the debate as it happens (a sweep, `run --no-stream`): each
+reply is asked for whole (`calls.Calls`), far less CPU a call, and comes as one `TokenReceived`.
+Debates in the app keep streaming (the default).
+
 Nothing ends silently: whatever goes wrong (a model, the database, an engine bug), the
 consumer gets a `DebateFinished` whose reason names the cause, and the debate's claim is
 released so that it never stays 'running' in the database.
@@ -60,7 +64,7 @@ class DebateEngine:
     """Runs one debate. Create it, then iterate `run()`; steer it through `controller`."""
 
     def __init__(self, config: DebateConfig, *, controller: Controller | None = None, store: StoreSource | None = None,
-                 origin: Origin | None = None, listeners: Iterable[Listener] = ()):
+                 origin: Origin | None = None, listeners: Iterable[Listener] = (), stream: bool = True):
         self.cfg = config.validate()
         self.controller = controller or Controller()
         self.controller.bind([a.label for a in config.agents])
@@ -80,7 +84,7 @@ class DebateEngine:
         self.state = DebateState(personas={a.label: a.persona for a in config.agents}, order=self.agent_labels())
         self.calls = Calls(self.cfg, self.controller, self.state, self._replay, emit=self._emit, push=self._push,
                            read_turn=lambda turn: self.paradigm.read_turn(turn, self.cfg, generator.shares_answers),
-                           debate_id=self.debate_id)
+                           debate_id=self.debate_id, stream=stream)
         discussion = Discussion(self.cfg, self.state, self.paradigm, generator, self.protocol, ordering, self._replay)
         self.context = DebateContext(self.cfg, self.state, self.calls, discussion, self._emit)
 

@@ -199,11 +199,16 @@ class ChallengeResult(Event):
 
 @dataclass
 class SteeringApplied(Event):
-    """A person steered the debate: pause, resume, stop, message or force_decision."""
+    """A person steered the debate: pause, resume, stop, message or force_decision.
+
+    `requested_at`: when the person acted (the `Controller` stamps it as the command arrives);
+    `ts`: when the engine applied it, at the next step boundary (a pause asked for while a turn
+    runs takes effect once the turn's step is over). None for actions stored before it was kept."""
 
     action: str
     targets: list[str] | None = None  # None = all agents
     message: str | None = None
+    requested_at: float | None = None
 
 
 @dataclass

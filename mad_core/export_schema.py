@@ -271,7 +271,9 @@ CHILD_COLUMNS: dict[str, dict[str, Column]] = {
                   "fallback": TEXT_OR_NULL, "reason": TEXT_OR_NULL, "details": Column(_check_details, nullable=True),
                   "ts": TIME},
     "challenges": {"agent": TEXT, "agrees": flag(nullable=True), "new_answer": TEXT_OR_NULL, "ts": TIME},
-    "steering": {"action": TEXT, "targets": list_of(TEXT, nullable=True), "message": TEXT_OR_NULL, "ts": TIME},
+    # ts: when the engine applied it; requested_at: when the person acted (absent in older exports)
+    "steering": {"action": TEXT, "targets": list_of(TEXT, nullable=True), "message": TEXT_OR_NULL, "ts": TIME,
+                 "requested_at": TIME},
     "errors": {"message": TEXT, "agent": TEXT_OR_NULL, "turn_id": TEXT_OR_NULL, "ts": TIME},
     "annotations": {"turn_id": TEXT, "tag": text(nonempty=True), "note": TEXT_OR_NULL, "created_at": TIME,
                     "annotator": TEXT_OR_NULL},

@@ -20,11 +20,12 @@ import uuid
 from typing import Any, Callable
 
 from .codebook import ensure_tag
-from .events import Turn
+from .events import DISCUSSION_KINDS, Turn
 from .export_schema import CHILD_TABLES, EXPORT_FORMAT, EXPORT_VERSION, read_export_text, scrub_secrets, validate_export
 from .metrics.report import csv_columns, debate_report, markdown_lines
 from .store import Store
 from .store.rows import insert_turn
+from .tasks.answer_types import NO_READABLE, DebateAnswerType, shown_answer
 from .view import DebateView
 
 # The annotation export (`annotations_csv`): one row per annotation, its turn (where it stands: round,
@@ -89,6 +90,22 @@ def _deep_map(value: Any, fn: Callable[[Any], Any]) -> Any:
 def format_time(ts: float | None) -> str:
     """Local time as YYYY-MM-DD HH:MM, or "-"."""
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+
+
+def clock_time(ts: Any) -> str:
+    """Local time as YYYY-MM-DD HH:MM:SS, or "-" (steering: seconds matter)."""
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not ts:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def steering_times(row: dict[str, Any]) -> str:
+    """A steering row's times for people: "applied 10:00:05 (requested 10:00:03)"; an action stored
+    before its request time was kept: "applied 10:00:05"."""
+    applied = clock_time(row.get("ts"))
+    if row.get("requested_at") is None:
+        return f"applied {applied}"
+    return f"applied {applied} (requested {clock_time(row['requested_at'])})"
 
 
 # How a ChallengeResult's `agrees` reads.
@@ -252,30 +269,59 @@ def to_markdown(store: Store, debate_id: str, *, embed: Any = None) -> str:
         lines += [f"- {c['agent']} {STANCES[c['agrees']]}"
                   + (f" — proposes {c['new_answer']}" if c.get("new_answer") else "") for c in data["challenges"]]
     if data["steering"]:
-        lines += ["", "## Steering", ""]
-        lines += [f"- {format_time(s['ts'])} {s['action']}"
+        lines += ["", "## Steering", "", "Each action: when the engine applied it (at a step boundary), and "
+                  "when the moderator asked for it.", ""]
+        lines += [f"- {steering_times(s)} {s['action']}"
                   + (f" → {', '.join(s['targets'])}" if s.get("targets") else "")
                   + (f": {s['message']}" if s.get("message") else "") for s in data["steering"]]
     lines += markdown_lines(data["metrics"])
     return "\n".join(lines) + "\n"
 
 
+# The per-debate CSV's own columns (`to_csv`), before its metric columns `round_*`: every row names
+# its debate (question, reference, answer type), so the CSVs of many debates concatenate into one table.
+TURN_CSV_COLUMNS = ("debate_id", "question", "reference", "answer_type", "turn_id", "seq", "round", "agent", "kind",
+                    "model", "status", "content", "answer", "answer_read", "confidence", "prompt_tokens",
+                    "completion_tokens", "latency_s", "annotations")
+# Turns whose own answer `answer_read` reads: the discussion's, the final-answer extraction, the challenge.
+ANSWER_READ_KINDS = (*DISCUSSION_KINDS, "extraction", "challenge")
+
+
+def answer_read(turn: Turn, config: dict[str, Any]) -> str:
+    """The turn's own answer as the debate's answer type reads it (`answer_types.shown_answer`, the
+    reading every display and the metrics use: "I think 18 apples" -> "18" for a number debate);
+    "" for a turn that states no answer (a vote, a judge, a failed turn) or whose answer cannot be
+    read as the type (the displays' "no readable answer")."""
+    if turn.kind not in ANSWER_READ_KINDS or turn.status != "ok" or not turn.content.strip():
+        return ""
+    shown = shown_answer(turn.content, config, stated=turn.answer)
+    return "" if shown == NO_READABLE else shown
+
+
 def to_csv(store: Store, debate_id: str, *, embed: Any = None) -> str:
-    """One row per turn, with its annotations joined as 'tag: note; ...'; each discussion turn
-    also has its answer as the metrics read it and its round's metrics (`round_*` columns,
-    the same numbers on every turn of a round: filter on kind to count rounds once)."""
+    """One row per turn (TURN_CSV_COLUMNS, then the round's metrics): the debate's id, question,
+    reference and answer type on every row (CSVs of several debates concatenate), the turn, its own
+    answer as read (`answer_read`), its confidence, usage and annotations ('tag: note; ...'), and for
+    discussion turns their round's metrics (`round_*` columns, the same numbers on every turn of a
+    round: filter on kind to count rounds once). Every cell goes through `csv_safe`."""
+    debate = store.get_debate(debate_id)
+    if debate is None:
+        raise LookupError(f"no debate with id {debate_id!r}")
+    config = debate.get("config") or {}
     notes: dict[str, list[str]] = {}
     for note in store.annotations(debate_id):
         notes.setdefault(note["turn_id"], []).append(f"{note['tag']}: {note['note']}")
     report = debate_report(store, debate_id, embed=embed)
-    columns = ["turn_id", "seq", "round", "agent", "kind", "model", "status", "content", "answer",
-               "prompt_tokens", "completion_tokens", "latency_s", "annotations",
-               *csv_columns(report, "discussion", 0, "")]
+    metric_columns = [name for name in csv_columns(report, "discussion", 0, "") if name not in TURN_CSV_COLUMNS]
+    common = {"debate_id": debate_id, "question": debate.get("question"),
+              "reference": config.get("reference") or debate.get("reference"),
+              "answer_type": DebateAnswerType.of(config).kind}
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+    writer = csv.DictWriter(out, fieldnames=[*TURN_CSV_COLUMNS, *metric_columns], extrasaction="ignore")
     writer.writeheader()
     for turn in store.turns(debate_id):
-        row = {**turn.to_dict(), "turn_id": turn.id, "annotations": "; ".join(notes.get(turn.id, [])),
-               **csv_columns(report, turn.kind, turn.round, turn.agent)}
+        row = {**turn.to_dict(), **csv_columns(report, turn.kind, turn.round, turn.agent), **common,
+               "turn_id": turn.id, "answer_read": answer_read(turn, config),
+               "annotations": "; ".join(notes.get(turn.id, []))}
         writer.writerow({key: csv_safe(value) for key, value in row.items()})
     return out.getvalue()

@@ -48,7 +48,8 @@ class Inheritance:
             ts = row.get("ts") or 0.0
             before = next((t.seq for t in by_seq if (t.started_at or 0.0) > ts), None)
             if before is not None and before <= upto_seq:
-                messages.append((before, SteeringApplied("message", row.get("targets"), row["message"], ts=ts)))
+                messages.append((before, SteeringApplied("message", row.get("targets"), row["message"],
+                                                              requested_at=row.get("requested_at"), ts=ts)))
         point = next((t for t in by_seq if t.seq == upto_seq), None)
         last_round = point.round if point is not None else max((t.round for t in by_seq if t.seq <= upto_seq),
                                                               default=0)

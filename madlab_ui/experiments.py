@@ -23,9 +23,9 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from mad_core import registry
+from mad_core import glossary, registry
 from mad_core.config import DEFAULT_MODEL, ConfigError, read_config_data
-from mad_core.experiments import ExperimentConfig, create_experiment, results, runner, storage
+from mad_core.experiments import ExperimentConfig, create_experiment, publish, results, runner, storage, uncertainty
 from mad_core.tasks.generated import GENERATED_SETS
 from mad_core.tasks.sets import task_sets
 
@@ -248,34 +248,79 @@ def _resume(experiment_id: str) -> None:
 
 def _results(store, experiment_id: str) -> None:
     found = results.experiment_results(store, experiment_id, embed=plots.EMBED)
-    st.subheader("Results")
-    st.caption("Mean ± sample standard deviation over seeds and items, over the debates that ended; accuracy "
-               "counts a debate without a decision as wrong; tokens are prompt + completion.")
-    records = results.display_records(found.table)
+    titles = [title for title, _, _ in results.shown_metrics(found.table).values()]
+    st.subheader("Results", help=glossary.help_lines(*titles, "95 % interval", "vs baseline"))
+    st.caption("Accuracy with its 95 % interval (Wilson; when items repeat, a bootstrap that resamples whole "
+               "items); a debate without a decision counts as wrong. \"vs\" a baseline: the difference on the same "
+               "items and seeds, its paired-bootstrap interval and the exact McNemar p corrected by Holm over the "
+               "sweep. Other columns: mean ± sample standard deviation over the debates that ended.")
+    records = results.display_records(found.table, found.statistics)
     with st.container(key="exp_table"):
         st.table([{key: md_escape(value) if key == "configuration" else value for key, value in record.items()}
                   for record in records])
+    comparisons = uncertainty.comparison_records(found.statistics, found.labels)
+    _comparisons(comparisons, uncertainty.change_records(found.statistics, found.labels))
     name = f"experiment-{id8(experiment_id)}"
-    left, right = st.columns(2)
-    left.download_button("Results table (CSV)", results.to_csv(results.table_records(found.table)),
-                         file_name=f"{name}.csv", mime="text/csv", key="exp_csv", on_click="ignore")
-    right.download_button("Every debate (CSV)", results.to_csv(results.run_records(found.runs)),
-                          file_name=f"{name}-debates.csv", mime="text/csv", key="exp_runs_csv", on_click="ignore")
+    columns = st.columns(4)
+    columns[0].download_button("Results table (CSV)", results.to_csv(results.table_records(found.table, found.statistics)),
+                               file_name=f"{name}.csv", mime="text/csv", key="exp_csv", on_click="ignore")
+    columns[1].download_button("Every debate (CSV)", results.to_csv(results.run_records(found.runs, found.configurations)),
+                               file_name=f"{name}-debates.csv", mime="text/csv", key="exp_runs_csv", on_click="ignore")
+    columns[2].download_button("Comparisons (CSV)", results.to_csv(comparisons), file_name=f"{name}-comparisons.csv",
+                               mime="text/csv", key="exp_comparisons_csv", on_click="ignore")
+    columns[3].download_button("Report (Markdown)", publish.markdown_report(found), file_name=f"{name}-report.md",
+                               mime="text/markdown", key="exp_report", on_click="ignore")
     for problem in found.problems:
         st.warning(model_markdown(problem))
     _plots(found.plots, name)
     _debates(found.runs)
 
 
+def _comparisons(comparisons: list[dict[str, Any]], changes: list[dict[str, Any]]) -> None:
+    """Every paired comparison of the sweep, and what discussion changed per configuration."""
+    if comparisons:
+        st.markdown("**Paired comparisons** (A − B on the same items and seeds)",
+                    help=glossary.help_lines("pairs", "difference", "95 % interval", "McNemar p", "Holm p", "Cohen's h",
+                                             "A right, B wrong", "A wrong, B right"))
+        with st.container(key="exp_comparisons"):
+            st.table([{"A": md_escape(c["a"]), "B": md_escape(c["b"]), "pairs": c["n_pairs"],
+                       "difference": _signed(c["diff"]), "95 % interval": _interval(c["diff_low"], c["diff_high"]),
+                       "McNemar p": _p(c["p_mcnemar"]), "Holm p": _p(c["p_holm"]), "Cohen's h": _signed(c["cohens_h"]),
+                       "A right, B wrong": c["a_right_b_wrong"], "A wrong, B right": c["a_wrong_b_right"]}
+                      for c in comparisons])
+    if any(c["n"] for c in changes):
+        st.markdown("**What discussion changed** (first round's majority answer → final decision)",
+                    help=glossary.help_lines("right → wrong", "wrong → right", "stayed right", "stayed wrong", "net"))
+        with st.container(key="exp_changes"):
+            st.table([{"configuration": md_escape(c["configuration"]), "right → wrong": c["right_to_wrong"],
+                       "wrong → right": c["wrong_to_right"], "stayed right": c["stayed_right"],
+                       "stayed wrong": c["stayed_wrong"], "net": c["net"]} for c in changes])
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.2f}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
 # ----- plots -----------------------------------------------------------------------------------------
 def accuracy_figure(data: list[dict[str, Any]]) -> go.Figure | None:
+    """Accuracy per configuration with its 95 % interval as the error bar (none where there is none)."""
     shown = [d for d in data if d["accuracy"] is not None]
     if not shown:
         return None
+    above = [d["high"] - d["accuracy"] if d.get("high") is not None else 0.0 for d in shown]
+    below = [d["accuracy"] - d["low"] if d.get("low") is not None else 0.0 for d in shown]
     fig = go.Figure(go.Bar(x=[d["configuration"] for d in shown], y=[d["accuracy"] for d in shown],
-                           error_y={"type": "data", "array": [d["sd"] or 0.0 for d in shown]},
+                           error_y={"type": "data", "symmetric": False, "array": above, "arrayminus": below},
                            name="accuracy"))
-    fig.update_layout(title="Accuracy per configuration (± sd)", yaxis={"title": "accuracy", "range": [0, 1.05]})
+    fig.update_layout(title="Accuracy per configuration (95 % interval)", yaxis={"title": "accuracy", "range": [0, 1.05]})
     return fig
 
 

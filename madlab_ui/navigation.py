@@ -36,6 +36,7 @@ PAGES = [
     ("pages/4_Experiments.py", "Experiments", "🧪", "Experiments"),
     ("pages/5_Presenter.py", "Presenter", "📽️", "Presenter"),
     ("pages/6_Poll.py", "Poll", "🗳️", "Poll"),
+    ("pages/7_Glossary.py", "Glossary", "📖", "Glossary"),
 ]
 
 _inside = threading.local()  # set while the chosen page runs (each session's script runs in its own thread)

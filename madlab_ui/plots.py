@@ -29,7 +29,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from mad_core import figures, metrics
+from mad_core import figures, glossary, metrics
 from mad_core.metrics import report as reports
 from mad_core.view import DISCUSSION_KINDS, DebateView
 
@@ -184,7 +184,15 @@ def render_summary(view: DebateView, report: dict[str, Any]) -> None:
     summary = report.get("summary") or {}
     over = view.status != "running" and revealed(view)
     with st.container(key="metrics_summary", border=True):
-        st.markdown(f"**Metrics** (answers read as: {md_escape(str(report.get('answer_type')))})")
+        terms = ["rounds_to_decision", "answer_similarity", "agreement_all_auc", "agreement_majority_auc"]
+        if over and (view.config or {}).get("reference"):
+            terms = ["correct", "accuracy_strict", "accuracy_smooth", "accuracy_auc", *terms]
+        if report.get("self_bleu_diversity") is not None:
+            terms.append("self_bleu_diversity")
+        if (report.get("judge") or {}).get("side"):
+            terms.append("judge")
+        st.markdown(f"**Metrics** (answers read as: {md_escape(str(report.get('answer_type')))})",
+                    help=glossary.help_lines("answer_type", *terms))  # each number's sentence (the Glossary page)
         facts = [f"rounds to decision {num(summary.get('rounds_to_decision'))}",
                  f"final-answer similarity (SBERT, last round) {num(summary.get('answer_similarity'))}",
                  f"all agree AUC {num(summary.get('agreement_all_auc'))}",
@@ -213,7 +221,7 @@ def render_agents(report: dict[str, Any]) -> None:
     ten columns did not fit the Debate page's stage column."""
     agents = report.get("agents") or {}
     with st.container(key="agent_metrics", border=True):
-        st.markdown("**Agents**")
+        st.markdown("**Agents**", help=glossary.help_lines("path_consistency", "initial_state", "answer_changes"))
         if not agents:
             st.caption(EMPTY)
             return

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from ..exports import csv_safe
 from ..store import Store
-from . import storage
+from . import storage, uncertainty
 
 
 @dataclass(frozen=True)
@@ -149,12 +149,16 @@ def rounds_distribution(runs: list[dict[str, Any]], configurations: list[dict[st
     return {label: dict(sorted(counts.items())) for label, counts in out.items()}
 
 
-def plot_data(table: list[ConfigRow], runs: list[dict[str, Any]],
-              configurations: list[dict[str, Any]]) -> dict[str, Any]:
-    """The numbers behind each plot (the app draws them and offers them for download)."""
+def plot_data(table: list[ConfigRow], runs: list[dict[str, Any]], configurations: list[dict[str, Any]],
+              statistics: uncertainty.SweepStatistics | None = None) -> dict[str, Any]:
+    """The numbers behind each plot (the app draws them and offers them for download); accuracy
+    with its 95 % interval (`uncertainty`) for the error bars."""
+    intervals = statistics.intervals if statistics is not None else {}
     return {
         "accuracy": [{"configuration": r.label, "accuracy": r.stats["accuracy"].mean, "sd": r.stats["accuracy"].sd,
-                      "n": r.stats["accuracy"].n} for r in table],
+                      "n": r.stats["accuracy"].n, "low": getattr(intervals.get(r.key), "low", None),
+                      "high": getattr(intervals.get(r.key), "high", None),
+                      "interval": getattr(intervals.get(r.key), "method", None)} for r in table],
         "similarity_vs_accuracy": [{"configuration": r.label, "similarity": r.stats["similarity"].mean,
                                     "accuracy": r.stats["accuracy"].mean} for r in table
                                    if r.stats["similarity"].mean is not None and r.stats["accuracy"].mean is not None],
@@ -175,13 +179,23 @@ class Results:
     table: list[ConfigRow]
     plots: dict[str, Any]
     problems: list[str] = field(default_factory=list)  # reports that could not be computed
+    statistics: uncertainty.SweepStatistics = field(default_factory=uncertainty.SweepStatistics)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {c["key"]: c["label"] for c in self.configurations}
 
 
-def configurations_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """The configurations of a stored spec (grid expansion only: no task set, no model check)."""
+def configurations_of(experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configurations of a stored experiment as planned (`storage.configuration_records`: the
+    grid's, then its baselines); an experiment stored before they were kept: its grid expanded
+    again from its spec (no task set, no model check)."""
+    if experiment.get("configurations"):
+        return [dict(c) for c in experiment["configurations"]]
     from .spec import expand_grid
 
-    return [{"key": c.key, "label": c.label, "values": c.values}
+    spec = experiment.get("spec") or {}
+    return [{"key": c.key, "label": c.label, "values": c.values, "baseline": False, "compared_with": {}}
             for c in expand_grid(spec.get("base") or {}, spec.get("grid") or {})]
 
 
@@ -190,20 +204,31 @@ def experiment_results(store: Store, experiment_id: str, *, embed: Any = None) -
     experiment = storage.get_experiment(store, experiment_id)
     if experiment is None:
         raise LookupError(f"no experiment with id {experiment_id!r}")
-    configurations = configurations_of(experiment["spec"])
+    configurations = configurations_of(experiment)
     labels = {c["key"]: c["label"] for c in configurations}
     rows, problems = [], []
     for run in storage.runs(store, experiment_id):
         report = None
-        if run["status"] in storage.DONE_RUN_STATUSES and run.get("debate_id") and store.get_debate(run["debate_id"]):
+        debate = store.get_debate(run["debate_id"]) if run.get("debate_id") else None
+        if run["status"] in storage.DONE_RUN_STATUSES and debate:
             try:
                 report = _report(store, run["debate_id"], embed)
             except Exception as exc:  # noqa: BLE001 - one bad debate must not hide the others
                 problems.append(f"debate {run['debate_id'][:8]}: {type(exc).__name__}: {exc}")
         rows.append({**run, "config_label": labels.get(run["config_key"], run["config_key"]),
-                     "summary": (report or {}).get("summary"), "transitions": (report or {}).get("transitions")})
+                     "reference": (debate or {}).get("reference"),
+                     "summary": (report or {}).get("summary"), "transitions": (report or {}).get("transitions"),
+                     "first_correct": _first_round_correct(report)})
     table = aggregate(rows, configurations)
-    return Results(experiment, configurations, rows, table, plot_data(table, rows, configurations), problems)
+    statistics = uncertainty.sweep_statistics(rows, configurations, accuracy=accuracy_of)
+    return Results(experiment, configurations, rows, table, plot_data(table, rows, configurations, statistics),
+                   problems, statistics)
+
+
+def _first_round_correct(report: dict[str, Any] | None) -> float | None:
+    """Whether the first round's clear majority was right (the report's round accuracy, strict)."""
+    rounds = (report or {}).get("rounds") or []
+    return rounds[0].get("accuracy_strict") if rounds else None
 
 
 def _report(store: Store, debate_id: str, embed: Any) -> dict[str, Any]:
@@ -219,10 +244,16 @@ def shown_metrics(table: list[ConfigRow]) -> dict[str, tuple[str, Callable[[dict
     return ALL_METRICS if challenged else METRICS
 
 
-def table_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
-    """The table as flat records: configuration, axis values, counts, and mean / sd / n per metric."""
+def _baseline_names(statistics: uncertainty.SweepStatistics | None) -> list[str]:
+    return list(dict.fromkeys(name for versus in (statistics.versus if statistics else {}).values() for name in versus))
+
+
+def table_records(table: list[ConfigRow], statistics: uncertainty.SweepStatistics | None = None) -> list[dict[str, Any]]:
+    """The table as flat records: configuration, axis values, counts, mean / sd / n per metric, the
+    accuracy's 95 % interval, and the difference from each baseline (interval, McNemar and Holm p)."""
     records = []
     shown = shown_metrics(table)
+    names = _baseline_names(statistics)
     for row in table:
         record: dict[str, Any] = {"configuration": row.key, "label": row.label}
         record.update({axis: _cell(value) for axis, value in row.values.items()})
@@ -230,29 +261,61 @@ def table_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
         for name, stat in row.stats.items():
             if name in shown:
                 record.update({f"{name}_mean": stat.mean, f"{name}_sd": stat.sd, f"{name}_n": stat.n})
+        if statistics is not None:
+            interval = statistics.intervals.get(row.key)
+            record.update(accuracy_low=getattr(interval, "low", None), accuracy_high=getattr(interval, "high", None),
+                          accuracy_interval=getattr(interval, "method", None))
+            for name in names:
+                found = statistics.versus.get(row.key, {}).get(name)
+                record.update({f"vs_{name}_{part}": getattr(found, attr, None) for part, attr in (
+                    ("baseline", "config_b"), ("diff", "diff"), ("diff_low", "diff_low"), ("diff_high", "diff_high"),
+                    ("p_mcnemar", "p_mcnemar"), ("p_holm", "p_holm"), ("cohens_h", "cohens_h"))})
         records.append(record)
     return records
 
 
-def display_records(table: list[ConfigRow]) -> list[dict[str, Any]]:
-    """The table as people read it: one "mean ± sd" text per metric."""
+def display_records(table: list[ConfigRow], statistics: uncertainty.SweepStatistics | None = None
+                    ) -> list[dict[str, Any]]:
+    """The table as people read it: one "mean ± sd" text per metric, accuracy as "0.62 [0.48, 0.74]"
+    (95 % interval), and per baseline "+0.10 [-0.05, 0.25], Holm p = 0.31"."""
     records = []
     shown = shown_metrics(table)
+    names = _baseline_names(statistics)
     for row in table:
         record: dict[str, Any] = {"configuration": row.label, "debates": row.planned, "finished": row.finished,
                                   "failed": row.failed}
         for name, (title, _, digits) in shown.items():
             record[title] = row.stats[name].text(digits)
+        if statistics is not None and row.key in statistics.intervals:
+            record["accuracy"] = statistics.intervals[row.key].text(2)
+        for name in names:
+            found = statistics.versus.get(row.key, {}).get(name) if statistics else None
+            record[f"vs {name}"] = _versus_text(found)
         records.append(record)
     return records
 
 
-def run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per planned debate: where it stands and its summary's numbers."""
+def _versus_text(found: Any) -> str:
+    if found is None:
+        return "–"
+    if found.diff is None:
+        return "n/a"
+    interval = f" [{found.diff_low:+.2f}, {found.diff_high:+.2f}]" if found.diff_low is not None else ""
+    holm = "n/a" if found.p_holm is None else f"{found.p_holm:.3f}"
+    return f"{found.diff:+.2f}{interval}, Holm p = {holm}"
+
+
+def run_records(runs: list[dict[str, Any]], configurations: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One record per planned debate: where it stands, which baseline it belongs to ("" for a
+    configuration of the grid), the item's reference and its summary's numbers."""
     keys = ("run_index", "config_key", "config_label", "item_id", "seed", "debate_id", "status", "wall_s", "error")
+    kinds = {c["key"]: (c.get("values") or {}).get("baseline", "") if c.get("baseline") else ""
+             for c in configurations or []}
     records = []
     for run in runs:
         record = {key: run.get(key) for key in keys}
+        record["baseline"] = kinds.get(run.get("config_key"), "")
+        record["reference"] = run.get("reference")
         summary = run.get("summary") or {}
         record.update({name: (fn(summary) if summary else None) for name, (_, fn, _) in METRICS.items()})
         if summary.get("challenged") is not None:  # a debate with a challenge step
@@ -277,9 +340,9 @@ def _cell(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
 
 
-def text_table(table: list[ConfigRow]) -> str:
+def text_table(table: list[ConfigRow], statistics: uncertainty.SweepStatistics | None = None) -> str:
     """The results table as aligned plain text (the CLI prints it)."""
-    records = display_records(table)
+    records = display_records(table, statistics)
     if not records:
         return "(no configurations)"
     columns = list(records[0])
@@ -292,7 +355,10 @@ def text_table(table: list[ConfigRow]) -> str:
 def spec_summary(spec: dict[str, Any]) -> str:
     """One line: the task set, items, seeds and grid of a stored spec."""
     grid = " × ".join(f"{axis} ({len(values)})" for axis, values in (spec.get("grid") or {}).items()) or "no grid"
-    return (f"{spec.get('task_set')} · {spec.get('items')} items · seeds {spec.get('seeds')} · {grid} · "
+    task_set = spec.get("task_set")
+    if isinstance(task_set, dict):  # a file or a dataset (tasks/files.py)
+        task_set = task_set.get("file") or f"hf:{task_set.get('hf')}"
+    return (f"{task_set} · {spec.get('items')} items · seeds {spec.get('seeds')} · {grid} · "
             f"concurrency {spec.get('concurrency')}")
 
 

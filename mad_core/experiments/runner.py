@@ -16,6 +16,11 @@ derived from the debate's seed, agent, round and kind (`calls.call_seed`), so th
 continuation is what an uninterrupted debate would have asked, and no finished model work is
 thrown away. A planned debate whose row was never written starts fresh under its planned id.
 
+Nobody watches a sweep's debates as they happen (a viewer reads them from the database), so they
+run unstreamed (`DebateEngine(..., stream=False)`: each reply asked for whole, far less CPU a call);
+`stream=True` streams them as the app's own debates do. `experiment --workers N` runs one experiment
+in N processes over the same store (workers.py: `WorkersRunner`, built on this class).
+
 `start_background` runs one in a daemon thread of a long-lived process (the app) and keeps it
 in a registry; state lives in the database, so any viewer can follow it. Never imports streamlit.
 """
@@ -84,8 +89,9 @@ class ExperimentRunner:
 
     def __init__(self, experiment_id: str, *, db_path: str | Path | None = None,
                  on_progress: Callable[[Progress], None] | None = None, embed: Any = None,
-                 concurrency: int | None = None):
+                 concurrency: int | None = None, stream: bool = False):
         self.experiment_id = experiment_id
+        self.stream = stream  # False: nobody watches these debates, each reply is asked for whole
         self.db_path = Path(db_path) if db_path is not None else None
         self.on_progress = on_progress
         self.embed = embed  # the report's embedder (None: SBERT); tests pass a cheap one
@@ -168,15 +174,7 @@ class ExperimentRunner:
         self.status = "running"
         self._progress(None)
         try:
-            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="madlab-exp") as pool:
-                pending = {pool.submit(self._one, run, rows[run.index]) for run in todo}
-                try:
-                    while pending:
-                        _, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
-                        storage.heartbeat(self._store(), self.experiment_id, self.owner)
-                except BaseException:
-                    self.stop()  # before the pool waits for its workers: they end their debates now
-                    raise
+            self._run_debates(todo, rows, concurrency)
         except KeyboardInterrupt:  # a second Ctrl-C: the debates were stopped and can be resumed
             self.status = "stopped"
             storage.release(self._store(), self.experiment_id, self.owner, "stopped")
@@ -188,8 +186,20 @@ class ExperimentRunner:
         left = [r for r in storage.runs(self._store(), self.experiment_id)
                 if r["status"] not in storage.DONE_RUN_STATUSES]
         self.status = "stopped" if left else "finished"
-        storage.release(self._store(), self.experiment_id, self.owner, self.status)
+        storage.release(self._store(), self.experiment_id, self.owner, self.status, self.error)
         return self.status
+
+    def _run_debates(self, todo: list[Run], rows: dict[int, dict[str, Any]], concurrency: int) -> None:
+        """Run the debates left (`todo`), `concurrency` at once, beating the experiment's heartbeat."""
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="madlab-exp") as pool:
+            pending = {pool.submit(self._one, run, rows[run.index]) for run in todo}
+            try:
+                while pending:
+                    _, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
+                    storage.heartbeat(self._store(), self.experiment_id, self.owner)
+            except BaseException:
+                self.stop()  # before the pool waits for its workers: they end their debates now
+                raise
 
     def _one(self, run: Run, row: dict[str, Any]) -> None:
         """Run (or resume) one planned debate, record how it ended, report progress."""
@@ -211,10 +221,11 @@ class ExperimentRunner:
             existing = store.get_debate(debate_id) if debate_id else None
             if existing is not None:  # interrupted mid-way: resume it from its last finished turn
                 engine = prepare_resume(debate_id, store, controller)
+                engine.calls.stream = self.stream  # before it runs: its calls are asked for as ours are
             else:
                 debate_id = debate_id or uuid.uuid4().hex
                 engine = DebateEngine(run.debate_config(), controller=controller, store=store,
-                                      origin=Origin(debate_id=debate_id))
+                                      origin=Origin(debate_id=debate_id), stream=self.stream)
             storage.update_run(store, row["id"], status="running", debate_id=debate_id, **values)
             if self.stopping:
                 controller.stop()

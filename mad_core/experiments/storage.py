@@ -25,6 +25,7 @@ from ..store import Store
 from ..store.claims import owner_gone
 from ..store.core import like_escape
 from ..store.migrations import feature_migrations
+from .provenance import provenance
 from .spec import ExperimentConfig
 
 # Statuses of an experiment, and of one of its planned debates (a run).
@@ -54,15 +55,36 @@ def m004_experiments(db: Database) -> None:
     db["experiment_runs"].create_index(["debate_id"])
 
 
+@MIGRATIONS()
+def m010_experiment_configurations(db: Database) -> None:
+    """Each experiment's resolved configurations (its grid's and its baselines', with their keys,
+    labels and which baseline each configuration is compared with), as it was planned."""
+    db["experiments"].add_column("configurations", str)
+
+
+@MIGRATIONS()
+def m012_experiment_provenance(db: Database) -> None:
+    """What each experiment ran with (experiments/provenance.py: git revision, packages, model digests)."""
+    db["experiments"].add_column("provenance", str)
+
+
 class ExperimentBusy(RuntimeError):
     """The experiment is being run by a live process (or is unknown): it cannot be claimed."""
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
-    if isinstance(row.get("spec"), str):
-        row["spec"] = json.loads(row["spec"])
+    for column in ("spec", "configurations", "provenance"):
+        if isinstance(row.get(column), str):
+            row[column] = json.loads(row[column])
     return row
+
+
+def configuration_records(experiment: ExperimentConfig) -> list[dict[str, Any]]:
+    """The planned configurations as stored: key, label, values, whether a baseline, and the key of
+    each baseline a configuration is compared with."""
+    return [{"key": c.key, "label": c.label, "values": scrub_secrets(c.values), "baseline": c.baseline_key is not None,
+             "compared_with": dict(c.compared_with)} for c in experiment.configurations]
 
 
 def create_experiment(store: Store, experiment: ExperimentConfig) -> str:
@@ -76,7 +98,10 @@ def create_experiment(store: Store, experiment: ExperimentConfig) -> str:
     with store.transaction() as db:
         db["experiments"].insert({
             "id": experiment_id, "name": experiment.name, "spec": spec, "status": "pending",
-            "total": len(rows), "concurrency": experiment.concurrency, "created_at": now, "updated_at": now})
+            "total": len(rows), "concurrency": experiment.concurrency, "created_at": now, "updated_at": now,
+            "configurations": json.dumps(configuration_records(experiment), ensure_ascii=False),
+            "provenance": json.dumps(scrub_secrets(provenance([c.settings for c in experiment.configurations])),
+                                     ensure_ascii=False)})
         db["experiment_runs"].insert_all(rows)
     return experiment_id
 

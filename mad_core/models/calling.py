@@ -1,4 +1,4 @@
-"""``call_model``: one chat completion streamed through litellm, its attempts retried.
+"""``call_model``: one chat completion through litellm, streamed or not, its attempts retried.
 
 Transient failures are retried with backoff, never earlier than a server's Retry-After
 asks and never longer than ``RetryPolicy.max_delay``; model errors never raise (status
@@ -14,6 +14,7 @@ from typing import Any
 
 from mad_core.models import router
 from mad_core.models.backends import ensure_registered
+from mad_core.models.complete import complete_once, http_timeout
 from mad_core.models.error_text import describe, seconds_text
 from mad_core.models.errors import provider_error, retry_after_in, transient_types
 from mad_core.models.limits import RetryPolicy
@@ -32,7 +33,7 @@ class CallResult:
     prompt_tokens: int
     completion_tokens: int
     latency_s: float  # the whole call, retries and backoff included
-    first_token_s: float | None  # from the start of the call to the first piece of the last attempt
+    first_token_s: float | None  # from the start of the call to the first piece of the last attempt (unstreamed: the reply)
     attempts: int
     # What was wrong with a reply that was kept (status "ok"), e.g. "cut: the model repeated
     # itself (...)"; None when nothing was. ``error`` stays the cause of a failure only.
@@ -62,7 +63,7 @@ def _options(model: str, metadata: dict | None, extra: dict | None, **settings: 
     options: dict[str, Any] = {
         "drop_params": True,
         "max_retries": 0,  # our RetryPolicy is the only retry layer
-        "stream_options": {"include_usage": True},
+        "stream_options": {"include_usage": True},  # left out of an unstreamed call (``complete_once``)
         "metadata": dict(metadata or {}),
         **{key: value for key, value in settings.items() if value is not None},
     }
@@ -86,8 +87,9 @@ def call_model(
     sleep: Callable[[float], None] = time.sleep,
     response_format: dict | None = None,
     extra: dict | None = None,
+    stream: bool = True,
 ) -> CallResult:
-    """Stream one chat completion through litellm and return what happened.
+    """Stream one chat completion through litellm (``stream=False``: ask for it whole) and return what happened.
 
     ``response_format`` (an OpenAI json_schema one; ``response_format_support`` says which
     backends honour it) goes to litellm as is (a custom provider's ``Request.response_format``).
@@ -119,6 +121,9 @@ def call_model(
     ``"Timeout: no reply within 0.5 s (3 attempts)"``, ``"RateLimitError: ... (server asked to
     retry after 30 s, more than retry_max_wait_s = 8 s, so not retried; 1 attempt)"``; keys
     are redacted. Exceptions raised by the callbacks themselves propagate.
+
+    ``stream=False`` (nobody watches: a sweep, ``run --no-stream``) asks for the reply whole, with the
+    same retries, errors and ``CallResult``; ``on_token`` gets it once (``complete.complete_once``).
     """
     retry, started, messages = retry or RetryPolicy(), time.perf_counter(), [dict(message) for message in messages]
     options = _options(model, metadata, extra, temperature=temperature, max_tokens=max_tokens, seed=seed,
@@ -129,14 +134,14 @@ def call_model(
         limits = retry.limits(model)
     except Exception as exc:  # noqa: BLE001 - e.g. a broken MADLAB_SCRIPTS file, a bound that is not a number
         return result("failed", Attempt(), 0, describe(exc))
-    if limits.http_timeout() is not None:
-        options["timeout"] = limits.http_timeout()
-    attempts = 0
+    if (timeout := limits.http_timeout() if stream else http_timeout(limits)) is not None:
+        options["timeout"] = timeout
+    attempt_once, attempts = stream_once if stream else complete_once, 0
     while True:
         if should_stop is not None and should_stop():
             return result("interrupted", Attempt(), attempts)
         attempts += 1
-        attempt = stream_once(model, messages, options, on_token, should_stop, started, limits)
+        attempt = attempt_once(model, messages, options, on_token, should_stop, started, limits)
         if attempt.interrupted:
             return result("interrupted", attempt, attempts)
         if attempt.error is None:

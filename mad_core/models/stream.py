@@ -2,7 +2,9 @@
 model's own time (``_Clock``, ``StreamLimits``), cut when it repeats itself (``_Repeats``).
 
 ``stream_once`` returns an ``Attempt``: its text, usage, time to the first piece, and the
-model error that ended it (callback errors propagate). ``calling.call_model`` runs the attempts.
+model error that ended it (callback errors propagate). ``calling.call_model`` runs the attempts;
+``complete.complete_once`` is the unstreamed attempt (one response, no pieces), which shares
+``Attempt``, ``_Repeats`` and ``_route`` with this one.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The database's schema, as numbered migrations recorded in `_migrations` (set "madlab").
 
-The store owns the debates' tables (`m001_initial`, `m002_owners_and_rounds` here); each feature
-keeps the migrations of its own tables beside its code (`feature_migrations()` makes its set):
+The store owns the debates' tables (`m001_initial`, `m002_owners_and_rounds`, `m008_round_plans`,
+`m011_steering_requested_at` here); each feature keeps the migrations of its own tables beside its
+code (`feature_migrations()` makes its set):
 the metric cache (m003, mad_core/metrics/cache.py), experiments (m004,
 mad_core/experiments/storage.py), polls (m005, m007, mad_core/polls.py) and the codebook (m006,
 mad_core/codebook.py) and the round plans of older debates (m009, mad_core/round_plans.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
@@ -127,6 +128,14 @@ def m008_round_plans(db: Database) -> None:
     fills them in for rounds stored before."""
     db["rounds"].add_column("topic", str)
     db["rounds"].add_column("steps", str)
+
+
+@CORE_MIGRATIONS()
+def m011_steering_requested_at(db: Database) -> None:
+    """When the person asked for each steering action (SteeringApplied.requested_at), beside its `ts`
+    (when the engine applied it). Rows stored before read it as null."""
+    if "requested_at" not in db["steering"].columns_dict:
+        db["steering"].add_column("requested_at", float)
 
 
 MIGRATIONS = _AllMigrations()

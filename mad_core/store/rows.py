@@ -175,7 +175,8 @@ def stored_events(store: Any, debate_id: str) -> list[Event]:
         else:
             timed.append(DecisionAttempted(reached=bool(row.get("reached")), reason=row.get("reason") or "", **common))
     for row in store.steering(debate_id):
-        timed.append(SteeringApplied(row["action"], row.get("targets"), row.get("message"), ts=row.get("ts") or 0.0))
+        timed.append(SteeringApplied(row["action"], row.get("targets"), row.get("message"),
+                                     requested_at=row.get("requested_at"), ts=row.get("ts") or 0.0))
     for row in store.challenges(debate_id):
         timed.append(ChallengeResult(row["agent"], row.get("agrees"), row.get("new_answer"), ts=row.get("ts") or 0.0))
     for row in store.errors(debate_id):

@@ -4,12 +4,17 @@ the transcript view (pages/1_Transcripts.py).
 
 The scripted debaters answer the first two yes/no items (both "no"): Agent 1 says "yes", the
 others "no", and everyone votes for solution 1 (Agent 1's). So simple voting is always wrong
-(accuracy 0.00 ± 0.00) and solution counting always right (1.00 ± 0.00); both decide in round 1.
+(accuracy 0.00) and solution counting always right (1.00), each with its 95 % interval; both decide in
+round 1.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 from app_helpers import app, embed, keys
+from scipy.stats import binomtest
+from statsmodels.stats.proportion import proportion_confint
 
 from mad_core.experiments import ExperimentConfig, ExperimentRunner, create_experiment, runner, storage
 from mad_core.models.scripted import Script, register_script, unregister_script
@@ -68,7 +73,20 @@ def test_a_stored_experiment_shows_its_table_and_plot_data():
     pytest.importorskip("mad_core.metrics.report", reason="the numbers come from helper A's debate reports")
     voting, counting = rows["protocol=simple_voting"], rows["protocol=solution_counting"]
     assert (voting["debates"], voting["finished"], voting["failed"]) == (4, 4, 0)
-    assert voting["accuracy"] == "0.00 ± 0.00" and counting["accuracy"] == "1.00 ± 0.00"
+    # Accuracy with its 95 % interval: both items run twice and every run agrees, so the interval is
+    # Wilson's over the 2 items (statsmodels computes the reference): 0 of 2 and 2 of 2.
+    none_low, none_high = proportion_confint(0, 2, alpha=0.05, method="wilson")
+    all_low, all_high = proportion_confint(2, 2, alpha=0.05, method="wilson")
+    assert voting["accuracy"] == f"0.00 [{none_low:.2f}, {none_high:.2f}]" == "0.00 [0.00, 0.66]"
+    assert counting["accuracy"] == f"1.00 [{all_low:.2f}, {all_high:.2f}]" == "1.00 [0.34, 1.00]"
+    # The one comparison: on all 4 (item, seed) pairs counting was right and voting wrong: exact
+    # McNemar p = 2 · 0.5^4 (scipy's binomial test), Holm over one test is the same.
+    compared = at.get_by_key("exp_comparisons").table[0].value.to_dict("records")
+    assert len(compared) == 1
+    expected_p = binomtest(0, 4, 0.5).pvalue
+    assert compared[0]["difference"] == "-1.00" and compared[0]["pairs"] == 4
+    assert compared[0]["McNemar p"] == compared[0]["Holm p"] == f"{expected_p:.3f}" == "0.125"
+    assert (compared[0]["A right, B wrong"], compared[0]["A wrong, B right"]) == (0, 4)
     assert voting["rounds to decision"] == counting["rounds to decision"] == "1.00 ± 0.00"
     store = Store()
     tokens = {}
@@ -80,6 +98,8 @@ def test_a_stored_experiment_shows_its_table_and_plot_data():
     chart = at.get_by_key("exp_plot_accuracy")
     figure = chart.get("plotly_chart")[0].proto.spec
     assert '"y":[0.0,1.0]' in figure.replace(" ", "") and "protocol=solution_counting" in figure
+    bars = json.loads(figure)["data"][0]["error_y"]  # the 95 % intervals as error bars
+    assert bars["array"] == pytest.approx([none_high, 0.0]) and bars["arrayminus"] == pytest.approx([0.0, 1 - all_low])
     rounds = at.get_by_key("exp_plot_rounds").get("plotly_chart")[0].proto.spec
     assert '"x":[1],"y":[4]' in rounds.replace(" ", "")
     progress = at.get_by_key("exp_progress")
@@ -134,4 +154,4 @@ def test_the_form_starts_a_sweep_in_the_background(debaters):
     rows = table_rows(at)
     assert (rows["protocol=solution_counting"]["debates"], rows["protocol=solution_counting"]["finished"]) == (2, 2)
     pytest.importorskip("mad_core.metrics.report", reason="the numbers come from helper A's debate reports")
-    assert rows["protocol=solution_counting"]["accuracy"] == "1.00 ± 0.00"
+    assert rows["protocol=solution_counting"]["accuracy"] == "1.00 [0.34, 1.00]"  # Wilson, 2 of 2 items

@@ -413,8 +413,7 @@ def test_three_protocols_five_kks_puzzles_two_seeds_on_the_scripted_model(script
               for r in rows if r["config_key"] == "c1"]
     assert voting.stats["tokens"].mean == pytest.approx(sum(tokens) / 10)
     assert R.display_records(found.table)[2]["accuracy"] == "0.60 ± 0.52"
-    assert found.plots["accuracy"][2] == {"configuration": "protocol=judge", "accuracy": pytest.approx(0.6),
-                                          "sd": pytest.approx((2.4 / 9) ** 0.5), "n": 10}
+    _check_uncertainty(found, [i.id for i in items])
     # Per debate, per agent and player (seed 001 §6.2): on the 3 players all agents get right, and for
     # Agents 2-3 on the fourth, majority-correct -> correct (3·3 + 2 = 11); Agent 1 on the fourth,
     # minority-wrong -> wrong (1). Summed over the 30 debates:
@@ -506,4 +505,50 @@ def test_a_sweep_can_target_a_router_group_over_several_servers(servers, router_
     assert [r["status"] for r in rows] == ["finished"] * 4
     turns = [t for r in rows for t in store.turns(r["debate_id"])]
     assert {t.model for t in turns} == {GROUP} and a.calls > 0 and b.calls > 0
-    assert a.calls + b.calls == len(turns)
+    # Every turn the servers answered (the response cache answered the others: attempts 0, e.g. the
+    # second configuration's first-round answers, asked with the same prompt and seed as the first's).
+    assert a.calls + b.calls == len([t for t in turns if t.attempts]) > 0
+
+
+def _check_uncertainty(found, item_ids):
+    """The sweep's intervals and paired tests, against scipy and statsmodels computed here from the
+    per-item results: voting is wrong on every run, counting right on every run, the judge wrong on
+    the first 2 of the 5 puzzles for both seeds."""
+    import numpy as np
+    from scipy.stats import binomtest, bootstrap
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.proportion import proportion_confint
+
+    intervals = found.statistics.intervals
+    # The judge: 5 items run twice each, so a percentile bootstrap that resamples whole items.
+    correct = np.array([0.0 if i < 2 else 2.0 for i in range(5)])
+    runs = np.array([2.0] * 5)
+    reference = bootstrap((correct, runs), lambda c, n, axis=-1: c.sum(axis) / n.sum(axis), paired=True,
+                          vectorized=True, method="percentile", n_resamples=2000, confidence_level=0.95,
+                          rng=np.random.default_rng(0)).confidence_interval
+    judge = intervals["c3"]
+    assert (judge.estimate, judge.method, judge.n_items, judge.n_runs) == (pytest.approx(0.6), "cluster bootstrap", 5, 10)
+    assert (judge.low, judge.high) == (pytest.approx(reference.low), pytest.approx(reference.high))
+    # Every run of voting wrong (of counting right): Wilson over the 5 items, never a collapsed [p, p].
+    assert (intervals["c1"].low, intervals["c1"].high) == pytest.approx(proportion_confint(0, 5, method="wilson"))
+    assert (intervals["c2"].low, intervals["c2"].high) == pytest.approx(proportion_confint(5, 5, method="wilson"))
+    assert R.display_records(found.table, found.statistics)[2]["accuracy"] == f"0.60 [{judge.low:.2f}, {judge.high:.2f}]"
+    # Paired on the 10 (item, seed) units: every pair of configurations, exact McNemar, Holm over the three.
+    tested = {(c.config_a, c.config_b): c for c in found.statistics.comparisons}
+    assert list(tested) == [("c1", "c2"), ("c1", "c3"), ("c2", "c3")]
+    discordant = {("c1", "c2"): (0, 10), ("c1", "c3"): (0, 6), ("c2", "c3"): (4, 0)}
+    raw = [binomtest(min(d), sum(d), 0.5).pvalue for d in discordant.values()]
+    holm = multipletests(raw, method="holm")[1]
+    for (pair, (a_wins, b_wins)), p, p_holm in zip(discordant.items(), raw, holm):
+        c = tested[pair]
+        assert (c.n_pairs, c.a_right_b_wrong, c.a_wrong_b_right) == (10, a_wins, b_wins), pair
+        assert (c.p_mcnemar, c.p_holm) == (pytest.approx(p), pytest.approx(p_holm)), pair
+        assert c.diff == pytest.approx((a_wins - b_wins) / 10)
+        if pair == ("c1", "c2"):  # every item: counting right, voting wrong: no spread, so no interval
+            assert (c.diff_low, c.diff_high) == (None, None) and "same way" in c.note
+        else:
+            assert c.diff_low <= c.diff <= c.diff_high
+    assert found.plots["accuracy"][2] == {"configuration": "protocol=judge", "accuracy": pytest.approx(0.6),
+                                          "sd": pytest.approx((2.4 / 9) ** 0.5), "n": 10, "low": judge.low,
+                                          "high": judge.high, "interval": "cluster bootstrap"}
+    assert len(item_ids) == 5

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from mad_core import codebook, exports
+from mad_core.metrics.report import ROUND_COLUMNS
 from mad_core.events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                              ErrorOccurred, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                              TurnFinished, TurnRetried, TurnStarted, VoteCast)
@@ -91,7 +92,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store = Store(path)
     assert store.applied_migrations()[:4] == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
                                                "m004_experiments"]
-    assert store.applied_migrations()[-1] == "m009_round_plans"  # the latest (tests/unit/test_stored_equals_live.py)
+    assert store.applied_migrations()[-1] == "m012_experiment_provenance"  # the latest (tests/unit/test_bundle.py)
     store_migrations = store.applied_migrations()
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
@@ -146,9 +147,11 @@ def test_each_feature_keeps_its_own_migrations_beside_its_code():
     def steps(migrations):
         return [step.name for step in migrations.pending(Database(memory=True))]
 
-    assert steps(CORE_MIGRATIONS) == ["m001_initial", "m002_owners_and_rounds", "m008_round_plans"]
+    assert steps(CORE_MIGRATIONS) == ["m001_initial", "m002_owners_and_rounds", "m008_round_plans",
+                                      "m011_steering_requested_at"]
     assert steps(cache.MIGRATIONS) == ["m003_metrics"]
-    assert steps(storage.MIGRATIONS) == ["m004_experiments"]
+    assert steps(storage.MIGRATIONS) == ["m004_experiments", "m010_experiment_configurations",
+                                         "m012_experiment_provenance"]
     assert steps(polls.MIGRATIONS) == ["m005_polls", "m007_poll_devices"]
     assert steps(codebook.MIGRATIONS) == ["m006_codebook"]
     assert steps(round_plans.MIGRATIONS) == ["m009_round_plans"]
@@ -537,14 +540,61 @@ def test_markdown_shows_model_text_literally_and_safely(store):
 
 
 def test_csv_cells_never_start_a_formula(store):
-    store.create_debate("a" * 32, CONFIG)
     hostile = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR", "plain =1"]
+    store.create_debate("a" * 32, {**CONFIG, "question": hostile[0], "reference": hostile[3]})
     for seq, text in enumerate(hostile):
         store.record(TurnFinished(turn=make_turn(seq, text, text, answer=text)))
     rows = list(csv.DictReader(io.StringIO(exports.to_csv(store, "a" * 32), newline="")))
     assert [r["content"] for r in rows] == ["'" + t for t in hostile[:-1]] + ["plain =1"]
     assert [r["agent"] for r in rows] == [r["content"] for r in rows] == [r["answer"] for r in rows]
+    # a text debate reads the reply's line (whitespace folded), neutralised like every other cell
+    assert [r["answer_read"] for r in rows] == ["'" + t for t in hostile[:4]] + ["TAB", "CR", "plain =1"]
+    assert {(r["question"], r["reference"]) for r in rows} == {("'" + hostile[0], "'" + hostile[3])}
     assert rows[0]["seq"] == "0"  # numbers stay numbers
+
+
+def test_csvs_of_several_debates_concatenate_into_one_table(store):
+    import pandas as pd
+
+    first = run_debate(store)
+    second = run_debate(store, "b" * 32, {**CONFIG, "question": "Which gas do we breathe out?", "answer_type": "choice",
+                                          "answer_options": ["O2", "CO2"], "reference": "B"})
+    tables = [pd.read_csv(io.StringIO(exports.to_csv(store, debate_id)), dtype=str, keep_default_na=False)
+              for debate_id in (first, second)]
+    assert list(tables[0].columns) == list(tables[1].columns) == [*exports.TURN_CSV_COLUMNS, *(
+        f"round_{name}" for name in ROUND_COLUMNS)]
+    both = pd.concat(tables, ignore_index=True)
+    assert list(both.columns) == list(tables[0].columns)  # one table, no column of one debate only
+    assert both.groupby("debate_id").size().to_dict() == {first: 3, second: 3}
+    by_debate = {debate_id: rows for debate_id, rows in both.groupby("debate_id")}
+    assert set(by_debate[first]["question"]) == {CONFIG["question"]}
+    assert set(by_debate[second]["question"]) == {"Which gas do we breathe out?"}
+    assert (set(by_debate[first]["reference"]), set(by_debate[second]["reference"])) == ({"CO2"}, {"B"})
+    assert (set(by_debate[first]["answer_type"]), set(by_debate[second]["answer_type"])) == ({"text"}, {"choice"})
+    assert list(by_debate[first]["confidence"]) == ["8", "", ""]  # each turn's own confidence
+    # each turn's own answer as the debate's answer type reads it: in the choice debate no reply names a letter
+    # or is an option's text (empty), in the free-text one it is the reply's last line; a vote states none
+    assert list(by_debate[second]["answer_read"]) == ["", "", ""]
+    assert list(by_debate[first]["answer_read"]) == ["Plants absorb carbon dioxide through stomata.",
+                                                     "Chlorophyll needs light; the gas is oxygen.", ""]
+
+
+def test_answer_read_is_the_turns_own_answer_not_the_decided_one(store):
+    debate_id = "n" * 32
+    config = {**CONFIG, "question": "How many apples are left?", "answer_type": "number", "reference": "18"}
+    store.create_debate(debate_id, config)
+    replies = [(0, "Agent 1", "I think 18 apples", "discussion"), (1, "Agent 2", "Maybe more.\nFinal answer: 20",
+                                                                   "discussion"),
+               (2, "Agent 1", "Either 20 or 21", "discussion"), (3, "Agent 2", "1", "vote"),
+               (4, "Agent 2", '{"answer": "20 apples"}', "extraction")]
+    for seq, agent, text, kind in replies:
+        store.record(TurnFinished(turn=make_turn(seq, agent, text, kind=kind)), debate_id)
+    store.record(DecisionReached(round=1, protocol="simple_voting", answer="20", winner_agent="Agent 2",
+                                 winner_index=1), debate_id)
+    rows = list(csv.DictReader(io.StringIO(exports.to_csv(store, debate_id), newline="")))
+    # several numbers and no marker: unreadable; a vote states no answer; the extraction reads its JSON
+    assert [r["answer_read"] for r in rows] == ["18", "20", "", "", "20"]
+    assert {r["answer_type"] for r in rows} == {"number"} and {r["reference"] for r in rows} == {"18"}
 
 
 def test_csv_has_one_row_per_turn(store):
@@ -559,6 +609,50 @@ def test_csv_has_one_row_per_turn(store):
     assert (rows[0]["prompt_tokens"], rows[0]["completion_tokens"], rows[0]["latency_s"]) == ("10", "5", "0.25")
     assert rows[0]["annotations"] == "good: cites stomata; short: "
     assert rows[2]["status"] == "failed" and rows[1]["annotations"] == ""
+
+
+# ----- steering times: when the person acted, when the engine applied it ----------------------
+def test_a_database_and_an_export_from_before_request_times_still_open(tmp_path):
+    from sqlite_utils import Database
+
+    from mad_core.store.migrations import MIGRATIONS
+    from mad_core.view import DebateView
+
+    path = tmp_path / "old.db"
+    db = Database(path)
+    MIGRATIONS.apply(db, stop_before="m011_steering_requested_at")
+    assert "requested_at" not in db["steering"].columns_dict
+    db["debates"].insert({"id": "old", "question": "Old?", "config": '{"question": "Old?"}', "status": "stopped",
+                          "created_at": 1.0})
+    db["steering"].insert({"debate_id": "old", "action": "pause", "targets": "null", "message": None, "ts": 4.0})
+    db.close()
+    with Store(path) as store:
+        assert "m011_steering_requested_at" in store.applied_migrations()
+        assert store.steering("old")[0]["requested_at"] is None
+        assert [(s.action, s.requested_at, s.ts) for s in DebateView.from_store(store, "old").steering] == [
+            ("pause", None, 4.0)]
+        exported = exports.export_debate(store, "old", embed=lambda texts: [[1.0] for _ in texts])
+        assert "- applied " + exports.clock_time(4.0) + " pause" in exports.to_markdown(
+            store, "old", embed=lambda texts: [[1.0] for _ in texts])
+    old_export = {**exported, "steering": [{k: v for k, v in row.items() if k != "requested_at"}
+                                           for row in exported["steering"]]}
+    with Store(tmp_path / "new.db") as other:
+        copy = exports.import_debate(other, old_export, new_id=True)
+        assert [(row["action"], row["requested_at"], row["ts"]) for row in other.steering(copy)] == [
+            ("pause", None, 4.0)]
+
+
+def test_steering_rows_keep_when_it_was_asked_for_and_when_it_was_applied(store, tmp_path):
+    store.create_debate("a" * 32, CONFIG)
+    store.record(SteeringApplied(action="message", targets=["Agent 2"], message="Look again.", requested_at=10.5,
+                                 ts=12.25))
+    assert [(r["requested_at"], r["ts"]) for r in store.steering("a" * 32)] == [(10.5, 12.25)]
+    exported = exports.export_debate(store, "a" * 32)
+    assert [(r["requested_at"], r["ts"]) for r in exported["steering"]] == [(10.5, 12.25)]
+    with Store(tmp_path / "other.db") as other:
+        assert exports.export_debate(other, exports.import_debate(other, exported))["steering"] == exported["steering"]
+    assert exports.steering_times({"ts": 12.25, "requested_at": 10.5}) == (
+        f"applied {exports.clock_time(12.25)} (requested {exports.clock_time(10.5)})")
 
 
 # ----- dead processes -----------------------------------------------------------------------

@@ -11,8 +11,8 @@ import dataclasses
 
 import pytest
 
-from mad_core import DebateConfig, components
-from mad_core.events import TurnFinished
+from mad_core import DebateConfig, components, exports
+from mad_core.events import TurnFinished, TurnStarted
 from mad_core.store import Store
 from mad_core.view import DebateView
 from tests import builders
@@ -102,6 +102,39 @@ def test_steering_challenges_and_votes_reopen_as_they_ran(script, roles, tmp_pat
     assert sorted((v["round"], v["agent"], v["valid"]) for v in live["votes"]) == \
         [(r, agent, False) for r in (2, 3) for agent in ("Agent 1", "Agent 2", "Agent 3") for _ in range(2)]
     assert_same(live, stored)
+
+
+def cheap_embed(texts):
+    """A stand-in for SBERT in the exports' metric report (loading the model takes seconds)."""
+    return [[1.0, float(len(text))] for text in texts]
+
+
+def test_a_pause_asked_for_during_a_turn_is_applied_at_the_next_step_boundary(script, roles, tmp_path):
+    """A steering action keeps when the person acted (`requested_at`, stamped by the Controller as the
+    command arrives) and when the engine applied it (`ts`, at the step boundary after the running turn);
+    both are stored, read back and exported."""
+    model, _ = script(roles(answers={"Agent 1": "Paris", "Agent 2": "Lyon", "Agent 3": "Paris"}))
+    asked: list[str] = []
+
+    def steer(event, engine):
+        if isinstance(event, TurnStarted) and event.kind == "discussion" and not asked:
+            asked.append(event.turn_id)
+            engine.controller.pause()  # while the turn runs (on its call's thread)
+            engine.controller.resume()  # so that its stream does not wait: both are applied at the boundary
+    live, stored, events = live_and_stored(config_for("memory", model), tmp_path, steer)
+    assert_same(live, stored)
+    turn = next(t for t in builders.turns(events) if t.id == asked[0])
+    pause, resume = live["steering"]
+    assert (pause["action"], resume["action"]) == ("pause", "resume")
+    assert turn.started_at <= pause["requested_at"] <= resume["requested_at"] < turn.finished_at
+    assert turn.finished_at <= pause["ts"] <= resume["ts"]  # applied once the turn's step was over
+    with Store(tmp_path / "debates.db") as store:
+        exported = exports.export_debate(store, events.engine.debate_id, embed=cheap_embed)
+        markdown = exports.to_markdown(store, events.engine.debate_id, embed=cheap_embed)
+    assert [(row["action"], row["requested_at"], row["ts"]) for row in exported["steering"]] == \
+        [(row["action"], row["requested_at"], row["ts"]) for row in live["steering"]]
+    assert f"- {exports.steering_times(exported['steering'][0])} pause" in markdown
+    assert exports.clock_time(pause["requested_at"]) in markdown and "(requested " in markdown
 
 
 def test_a_failed_debate_reopens_with_its_cause(script, roles, tmp_path):
