@@ -441,6 +441,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_runner(args: argparse.Namespace, experiment_id: str, options: dict[str, Any]) -> Any:
+    """The runner `--workers` / `--ray` ask for (experiments/workers.py, experiments/ray_runner.py), else
+    the single-process `ExperimentRunner`."""
+    from .experiments import ExperimentRunner
+
+    if args.ray is not None:  # Ray tasks run the debates; this process alone writes the database
+        from .experiments.ray_runner import RayRunner
+
+        return RayRunner(experiment_id, address=None if args.ray == "local" else args.ray, **options)
+    if (args.workers or 1) > 1:  # N processes over this store
+        from .experiments.workers import WorkersRunner
+
+        return WorkersRunner(experiment_id, workers=args.workers, **options)
+    return ExperimentRunner(experiment_id, **options)
+
+
 def _experiment_bundle(args: argparse.Namespace) -> int:
     """`experiment export ID ARCHIVE` and `experiment reproduce ARCHIVE` (experiments/bundle.py)."""
     from .experiments import bundle
@@ -530,7 +546,7 @@ def _experiment_id(store: Store, prefix: str) -> str:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from .experiments import ExperimentConfig, ExperimentRunner, storage
+    from .experiments import ExperimentConfig, storage
 
     if args.file in ("export", "reproduce"):
         return _experiment_bundle(args)
@@ -543,6 +559,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise CliError(f"concurrency: must be a whole number from 1 to 64, got {short_repr(args.concurrency)}")
     if args.workers is not None and (isinstance(args.workers, str) or not 1 <= args.workers <= 32):
         raise CliError(f"workers: must be a whole number from 1 to 32, got {short_repr(args.workers)}")
+    if args.ray is not None and (args.workers or 1) > 1:
+        raise CliError("experiment: give --ray or --workers, not both")
     if args.list:
         rows = storage.list_experiments(_store(args))
         if not rows:
@@ -569,16 +587,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             return 0
     options: dict[str, Any] = dict(db_path=store.path, concurrency=args.concurrency,
                                    on_progress=lambda progress: print(_experiment_line(progress), flush=True))
-    if (args.workers or 1) > 1:  # N processes over this store (experiments/workers.py)
-        from .experiments.workers import WorkersRunner
-
-        runner: ExperimentRunner = WorkersRunner(experiment_id, workers=args.workers, **options)
-    else:
-        runner = ExperimentRunner(experiment_id, **options)
+    runner = _experiment_runner(args, experiment_id, options)
     try:
         with _stop_on_interrupt(runner, "the experiment"):
             status = runner.run()
-    except (storage.ExperimentBusy, LookupError) as exc:
+    except (storage.ExperimentBusy, LookupError, RuntimeError) as exc:  # RuntimeError: ray_runner.RayUnavailable
         raise CliError(str(exc)) from None
     except ConfigError as exc:
         raise CliError(f"experiment {experiment_id[:8]} cannot run here: {exc.field}: {exc.message}") from None
@@ -621,6 +634,33 @@ def _size_text(size: int) -> str:
         if size >= scale:
             return f"{size / scale:.1f} {unit} ({size:,} bytes)"
     return f"{size:,} bytes"
+
+
+def _experiment_parser(sub: Any) -> None:
+    """The `experiment` subcommand's arguments."""
+    experiment = sub.add_parser("experiment", help="run a sweep of debates over a task set (YAML file), "
+                                                   "resume one, or show results")
+    experiment.add_argument("file", nargs="?", help="experiment YAML/JSON (see assets/experiments/); or `export ID "
+                                                    "ARCHIVE` (one zip: spec, resolved configurations, provenance, "
+                                                    "results and the cached replies it used), or `reproduce ARCHIVE` "
+                                                    "(rerun it offline from its cached replies and compare the tables)")
+    experiment.add_argument("more", nargs="*", help=argparse.SUPPRESS)
+    experiment.add_argument("--resume", metavar="ID", help="continue a stopped or interrupted experiment")
+    experiment.add_argument("--show", metavar="ID", help="print a stored experiment's results table")
+    experiment.add_argument("--list", action="store_true", help="list stored experiments, newest first")
+    experiment.add_argument("--concurrency", type=whole_number, help="debates at once (overrides the file's)")
+    experiment.add_argument("--ray", metavar="ADDRESS", help="run the debates as Ray tasks: HEAD:PORT or auto (a "
+                            "running cluster), or local (a Ray of this machine); this process alone writes the database")
+    experiment.add_argument("--workers", type=whole_number, help="run the debates in this many processes (1-32) "
+                                                                 "over the one database, the concurrency shared "
+                                                                 "among them (default 1: this process)")
+    experiment.add_argument("--csv", help="write the results table (one row per configuration) to this CSV file")
+    experiment.add_argument("--runs-csv", help="write one row per debate to this CSV file")
+    experiment.add_argument("--comparisons-csv", help="write every paired comparison (differences, intervals, "
+                                                      "McNemar and Holm p, effect sizes) to this CSV file")
+    experiment.add_argument("--report", help="write a Markdown results report (tables, comparisons, what "
+                                             "discussion changed, how each figure was computed) to this file")
+    experiment.set_defaults(func=cmd_experiment)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -675,27 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("id")
     resume.set_defaults(func=cmd_resume)
 
-    experiment = sub.add_parser("experiment", help="run a sweep of debates over a task set (YAML file), "
-                                                   "resume one, or show results")
-    experiment.add_argument("file", nargs="?", help="experiment YAML/JSON (see assets/experiments/); or `export ID "
-                                                    "ARCHIVE` (one zip: spec, resolved configurations, provenance, "
-                                                    "results and the cached replies it used), or `reproduce ARCHIVE` "
-                                                    "(rerun it offline from its cached replies and compare the tables)")
-    experiment.add_argument("more", nargs="*", help=argparse.SUPPRESS)
-    experiment.add_argument("--resume", metavar="ID", help="continue a stopped or interrupted experiment")
-    experiment.add_argument("--show", metavar="ID", help="print a stored experiment's results table")
-    experiment.add_argument("--list", action="store_true", help="list stored experiments, newest first")
-    experiment.add_argument("--concurrency", type=whole_number, help="debates at once (overrides the file's)")
-    experiment.add_argument("--workers", type=whole_number, help="run the debates in this many processes (1-32) "
-                                                                 "over the one database, the concurrency shared "
-                                                                 "among them (default 1: this process)")
-    experiment.add_argument("--csv", help="write the results table (one row per configuration) to this CSV file")
-    experiment.add_argument("--runs-csv", help="write one row per debate to this CSV file")
-    experiment.add_argument("--comparisons-csv", help="write every paired comparison (differences, intervals, "
-                                                      "McNemar and Holm p, effect sizes) to this CSV file")
-    experiment.add_argument("--report", help="write a Markdown results report (tables, comparisons, what "
-                                             "discussion changed, how each figure was computed) to this file")
-    experiment.set_defaults(func=cmd_experiment)
+    _experiment_parser(sub)
 
     cache = sub.add_parser("cache", help="the response cache of this MAD Lab home: its size, or empty it")
     cache.add_argument("action", choices=("stats", "clear"), help="stats: entries, size and file; "

@@ -13,6 +13,7 @@ import importlib.util
 import re
 
 import pytest
+from statsmodels.stats.proportion import proportion_confint
 from e2e_helpers import LIVE_TIMEOUT, click, expect, expect_no_exception, key, open_app, set_text, unique, wait_for_idle
 
 from mad_core.experiments import results, storage
@@ -87,10 +88,16 @@ def test_scripted_sweep_runs_in_the_background_and_shows_its_results(page, serve
     assert set(cells) == {"protocol=solution_counting", "protocol=judge"}
     reports = importlib.util.find_spec("mad_core.metrics.report") is not None  # helper A's debate reports
     if reports:
-        assert "1.00 ± 0.00" in cells["protocol=solution_counting"] and "0.00 ± 0.00" in cells["protocol=judge"]
+        # Accuracy with its 95 % interval: 2 items run twice each, every run agreeing: Wilson over the items
+        # (statsmodels gives the reference), 2 of 2 right for counting, 0 of 2 for the judge.
+        all_low, _ = proportion_confint(2, 2, alpha=0.05, method="wilson")
+        _, none_high = proportion_confint(0, 2, alpha=0.05, method="wilson")
+        assert f"1.00 [{all_low:.2f}, 1.00]" in cells["protocol=solution_counting"]
+        assert f"0.00 [0.00, {none_high:.2f}]" in cells["protocol=judge"]
         assert all(row.count("1.00 ± 0.00") >= 1 for row in cells.values())  # rounds to decision
         accuracy = plot_data(page, "accuracy")
         assert accuracy[0]["x"] == ["protocol=solution_counting", "protocol=judge"] and accuracy[0]["y"] == [1, 0]
+        assert accuracy[0]["err"] == [pytest.approx(0.0), pytest.approx(none_high)]  # the intervals' upper arms
         rounds = plot_data(page, "rounds")
         assert [(t["x"], t["y"]) for t in rounds] == [([1], [4]), ([1], [4])]
     expect_no_exception(page)
@@ -121,7 +128,7 @@ def test_offline_model_sweep_shows_the_numbers_the_database_gives(page, server, 
         pytest.skip("the table's numbers and plots need helper A's debate reports (mad_core/metrics/report.py)")
     found = results.experiment_results(store, experiment["id"])
     assert found.problems == []
-    expected = results.display_records(found.table)[0]
+    expected = results.display_records(found.table, found.statistics)[0]
     assert expected["accuracy"] != "–" and expected["tokens"] != "–"  # numbers, not the empty mark
     row = table_cells(page)["protocol=simple_voting"]
     for column in ("accuracy", "rounds to decision", "tokens", "answer similarity"):
