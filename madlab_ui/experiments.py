@@ -249,7 +249,10 @@ def _resume(experiment_id: str) -> None:
 def _results(store, experiment_id: str) -> None:
     found = results.experiment_results(store, experiment_id, embed=plots.EMBED)
     titles = [title for title, _, _ in results.shown_metrics(found.table).values()]
-    st.subheader("Results", help=glossary.help_lines(*titles, "95 % interval", "vs baseline"))
+    # One help icon for the section (two controls never share the name "Help"): every column's sentence.
+    st.subheader("Results", help=glossary.help_lines(
+        *titles, "95 % interval", "vs baseline", "pairs", "difference", "McNemar p", "Holm p", "Cohen's h",
+        "A right, B wrong", "A wrong, B right", "right → wrong", "wrong → right", "net"))
     st.caption("Accuracy with its 95 % interval (Wilson; when items repeat, a bootstrap that resamples whole "
                "items); a debate without a decision counts as wrong. \"vs\" a baseline: the difference on the same "
                "items and seeds, its paired-bootstrap interval and the exact McNemar p corrected by Holm over the "
@@ -279,9 +282,7 @@ def _results(store, experiment_id: str) -> None:
 def _comparisons(comparisons: list[dict[str, Any]], changes: list[dict[str, Any]]) -> None:
     """Every paired comparison of the sweep, and what discussion changed per configuration."""
     if comparisons:
-        st.markdown("**Paired comparisons** (A − B on the same items and seeds)",
-                    help=glossary.help_lines("pairs", "difference", "95 % interval", "McNemar p", "Holm p", "Cohen's h",
-                                             "A right, B wrong", "A wrong, B right"))
+        st.markdown("**Paired comparisons** (A − B on the same items and seeds)")
         with st.container(key="exp_comparisons"):
             st.table([{"A": md_escape(c["a"]), "B": md_escape(c["b"]), "pairs": c["n_pairs"],
                        "difference": _signed(c["diff"]), "95 % interval": _interval(c["diff_low"], c["diff_high"]),
@@ -289,8 +290,7 @@ def _comparisons(comparisons: list[dict[str, Any]], changes: list[dict[str, Any]
                        "A right, B wrong": c["a_right_b_wrong"], "A wrong, B right": c["a_wrong_b_right"]}
                       for c in comparisons])
     if any(c["n"] for c in changes):
-        st.markdown("**What discussion changed** (first round's majority answer → final decision)",
-                    help=glossary.help_lines("right → wrong", "wrong → right", "stayed right", "stayed wrong", "net"))
+        st.markdown("**What discussion changed** (first round's majority answer → final decision)")
         with st.container(key="exp_changes"):
             st.table([{"configuration": md_escape(c["configuration"]), "right → wrong": c["right_to_wrong"],
                        "wrong → right": c["wrong_to_right"], "stayed right": c["stayed_right"],

@@ -221,7 +221,7 @@ def render_agents(report: dict[str, Any]) -> None:
     ten columns did not fit the Debate page's stage column."""
     agents = report.get("agents") or {}
     with st.container(key="agent_metrics", border=True):
-        st.markdown("**Agents**", help=glossary.help_lines("path_consistency", "initial_state", "answer_changes"))
+        st.markdown("**Agents**")  # one help icon a page section: its terms are in the Glossary
         if not agents:
             st.caption(EMPTY)
             return

@@ -247,6 +247,26 @@ def test_an_address_where_nothing_answers_is_refused_at_once():
     assert time.monotonic() - started < 10 and not ray.is_initialized()
 
 
+def test_the_command_line_refuses_ray_with_workers_and_names_a_dead_address(tmp_path, madlab_home, capsys):
+    # Before the tests that connect this process to a cluster: a connected process would not probe the address.
+    import ray
+
+    from mad_core import cli
+
+    if ray.is_initialized():
+        pytest.skip("this process is connected to a Ray cluster already")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("name: r\ntask_set: yes_no\nitems: 1\nseeds: [1]\nbase: {models: scripted/echo, rounds: 1}\n")
+    assert cli.main(["experiment", str(spec), "--ray", "auto", "--workers", "2"]) == 2
+    assert "give --ray or --workers, not both" in capsys.readouterr().err
+    assert not (madlab_home / "madlab.db").exists()  # must not: anything written before the refusal
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert cli.main(["experiment", str(spec), "--ray", f"127.0.0.1:{port}"]) == 2
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
+
+
 def test_without_an_address_a_ray_of_this_machine_runs_the_sweep_and_ends_with_it(tmp_path, monkeypatch):
     """`RayRunner(address=None)`: a Ray of this machine (loopback only), started for the sweep and shut
     down after it. First in the file: the other tests keep this process connected to their cluster."""
@@ -450,17 +470,3 @@ def test_a_killed_driver_writes_nothing_half_and_the_single_process_resume_finis
     assert [r["debate_id"] for r in again] == [r["debate_id"] for r in rows]  # the planned ids: no duplicate
     assert [r["attempts"] for r in again] == [1, 1, 2, 2]
 
-
-def test_the_command_line_refuses_ray_with_workers_and_names_a_dead_address(tmp_path, madlab_home, capsys):
-    from mad_core import cli
-
-    spec = tmp_path / "sweep.yaml"
-    spec.write_text("name: r\ntask_set: yes_no\nitems: 1\nseeds: [1]\nbase: {models: scripted/echo, rounds: 1}\n")
-    assert cli.main(["experiment", str(spec), "--ray", "auto", "--workers", "2"]) == 2
-    assert "give --ray or --workers, not both" in capsys.readouterr().err
-    assert not (madlab_home / "madlab.db").exists()  # must not: anything written before the refusal
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    assert cli.main(["experiment", str(spec), "--ray", f"127.0.0.1:{port}"]) == 2
-    assert f"127.0.0.1:{port}" in capsys.readouterr().err
