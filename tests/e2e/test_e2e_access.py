@@ -110,9 +110,13 @@ def projected(lan_server, browser):
         open_app(page, lan_server.url, "/", timeout=LIVE_TIMEOUT)
         expect(key(page, "start")).to_be_visible(timeout=60_000)
     except Exception:
+        # Seen 1 start in ~10 on a loaded 2-core machine: the fresh server's first page stays blank (an
+        # empty body, the server log ends at "Uvicorn server started", no name looked up). Said here, then
+        # opened once more: what this module checks starts after the teacher's page is up.
         print(f"--- the teacher's first page ---\n{page.inner_text('body')[:2000]}\n"
               f"--- streamlit log (tail) ---\n{lan_server.log_tail()}")
-        raise
+        open_app(page, lan_server.url, "/", timeout=LIVE_TIMEOUT)
+        expect(key(page, "start")).to_be_visible(timeout=60_000)
     question = unique("LAN check: name a prime number.")
     configure_debate(page, question, ["scripted/lan"] * 3)
     start(page)

@@ -92,6 +92,9 @@ def test_scripted_sweep_runs_in_the_background_and_shows_its_results(page, serve
         # (statsmodels gives the reference), 2 of 2 right for counting, 0 of 2 for the judge.
         all_low, _ = proportion_confint(2, 2, alpha=0.05, method="wilson")
         _, none_high = proportion_confint(0, 2, alpha=0.05, method="wilson")
+        # The progress can say "finished" a moment before the table is drawn again from the finished runs.
+        expect(key(page, "exp_table")).to_contain_text(f"1.00 [{all_low:.2f}, 1.00]", timeout=LIVE_TIMEOUT)
+        cells = table_cells(page)
         assert f"1.00 [{all_low:.2f}, 1.00]" in cells["protocol=solution_counting"]
         assert f"0.00 [0.00, {none_high:.2f}]" in cells["protocol=judge"]
         assert all(row.count("1.00 ± 0.00") >= 1 for row in cells.values())  # rounds to decision
