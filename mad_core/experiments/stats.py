@@ -55,10 +55,10 @@ from itertools import combinations
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import bootstrap
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
+
+# scipy and statsmodels are imported where a figure is computed, not with this module: every Store
+# loads the experiments package (its migrations), and a debate or the app's start must not pay ~0.8 s
+# for libraries only a sweep's results use.
 
 DEFAULT_LEVEL = 0.95
 DEFAULT_N_BOOT = 2000
@@ -96,6 +96,8 @@ def _check_level(level: float) -> float:
 def _percentile_bootstrap(columns: Sequence[np.ndarray], statistic: Any, level: float, n_boot: int,
                           seed: int) -> tuple[float, float]:
     """scipy's percentile bootstrap over rows (items) of `columns`, resampled together."""
+    from scipy.stats import bootstrap
+
     result = bootstrap(tuple(columns), statistic, paired=True, vectorized=True, method="percentile",
                        n_resamples=int(n_boot), confidence_level=level, rng=np.random.default_rng(seed))
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
@@ -143,6 +145,8 @@ def accuracy_interval(outcomes: Mapping[Hashable, Iterable[Any]], level: float =
                       n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> Interval:
     """Pooled accuracy of item -> [0/1 per run] with a Wilson (one run per item) or an item-clustered
     percentile bootstrap (some item repeated) interval. Items without a judged run are left out."""
+    from statsmodels.stats.proportion import proportion_confint
+
     level = _check_level(level)
     per_item = []
     for values in outcomes.values():
@@ -231,6 +235,8 @@ def _pairs(a: Mapping[Hashable, Any], b: Mapping[Hashable, Any]) -> list[tuple[H
 def _mcnemar_p(table: list[list[int]]) -> float:
     if table[0][1] + table[1][0] == 0:
         return 1.0  # ties only: no evidence either way (statsmodels says 1.0 too)
+    from statsmodels.stats.contingency_tables import mcnemar
+
     return float(mcnemar(np.array(table), exact=True).pvalue)
 
 
@@ -257,6 +263,8 @@ def paired_comparison(a: Mapping[Hashable, Any], b: Mapping[Hashable, Any], *, l
                       n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> Comparison:
     """Configuration a against b over the unit keys (item, seed) both judged: difference a − b with an
     item-clustered paired bootstrap interval, exact McNemar p, Cohen's h, discordant odds ratio."""
+    from statsmodels.stats.proportion import proportion_effectsize
+
     level = _check_level(level)
     pairs = _pairs(a, b)
     if not pairs:
@@ -284,6 +292,8 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     present = [i for i, p in enumerate(p_values) if p is not None and not math.isnan(float(p))]
     adjusted: list[float | None] = [None] * len(p_values)
     if present:
+        from statsmodels.stats.multitest import multipletests
+
         corrected = multipletests([float(p_values[i]) for i in present], method="holm")[1]
         for index, value in zip(present, corrected):
             adjusted[index] = float(value)

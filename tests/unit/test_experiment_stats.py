@@ -277,3 +277,17 @@ def test_the_defaults_are_the_documented_ones():
     assert DEFAULT_N_BOOT == 2000
     assert Interval(None, None, None, 0, 0, "").level == 0.95
     assert isinstance(paired_comparison({}, {}), Comparison)
+
+
+def test_opening_a_store_loads_no_statistics_cluster_or_dataset_library():
+    # Every Store loads the experiments package (its migrations): scipy, statsmodels, Ray and datasets
+    # wait until a sweep's figures, a cluster or a dataset are asked for.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; from mad_core.store import Store; Store(':memory:'); "
+            "print(sorted(m for m in ('scipy', 'statsmodels', 'ray', 'datasets') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.strip().splitlines()[-1] == "[]"
