@@ -512,7 +512,7 @@ def _experiment_results(store: Store, experiment_id: str, args: argparse.Namespa
     if comparisons:
         print("\nPaired comparisons (A − B on the same items and seeds):")
         for c in comparisons:
-            print(f"  {c['a']}  vs  {c['b']}: {_comparison_text(c)}")
+            print(f"  {c['a']}  vs  {c['b']}: {c['text']}")
     for problem in found.problems:
         print(f"note: {problem}", file=sys.stderr)
     outputs = ((args.csv, lambda: results.to_csv(results.table_records(found.table, found.statistics))),
@@ -526,14 +526,6 @@ def _experiment_results(store: Store, experiment_id: str, args: argparse.Namespa
             except OSError as exc:
                 raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
             print(f"Wrote {path}", file=sys.stderr)
-
-
-def _comparison_text(c: dict) -> str:
-    if c["diff"] is None:
-        return "no pairs to compare"
-    interval = f" [{c['diff_low']:+.2f}, {c['diff_high']:+.2f}]" if c["diff_low"] is not None else ""
-    holm = "n/a" if c["p_holm"] is None else f"{c['p_holm']:.3f}"
-    return f"{c['diff']:+.2f}{interval}, McNemar p = {c['p_mcnemar']:.3f}, Holm p = {holm} ({c['n_pairs']} pairs)"
 
 
 def _experiment_id(store: Store, prefix: str) -> str:

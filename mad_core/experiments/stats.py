@@ -216,7 +216,8 @@ class Comparison:
             return f"n/a ({self.note})" if self.note else "n/a"
         interval = (f" [{self.diff_low:.{digits}f}, {self.diff_high:.{digits}f}]"
                     if self.diff_low is not None and self.diff_high is not None else "")
-        return (f"{self.diff:+.{digits}f}{interval}, McNemar p = {_number(self.p_mcnemar, 3)}"
+        holm = f", Holm p = {_number(self.p_holm, 3)}" if self.p_holm is not None else ""
+        return (f"{self.diff:+.{digits}f}{interval}, McNemar p = {_number(self.p_mcnemar, 3)}{holm}"
                 f" ({self.n_pairs} pairs)")
 
 

@@ -84,8 +84,8 @@ def sweep_statistics(runs: list[dict[str, Any]], configurations: list[dict[str, 
 
 def comparison_records(statistics: SweepStatistics, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The comparisons as flat records (CSV, the page's table): labels beside the keys."""
-    return [{"a": labels.get(c.config_a, c.config_a), "b": labels.get(c.config_b, c.config_b), **c.to_record()}
-            for c in statistics.comparisons]
+    return [{"a": labels.get(c.config_a, c.config_a), "b": labels.get(c.config_b, c.config_b), **c.to_record(),
+             "text": c.text()} for c in statistics.comparisons]
 
 
 def change_records(statistics: SweepStatistics, labels: dict[str, str]) -> list[dict[str, Any]]:

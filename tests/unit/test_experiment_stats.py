@@ -249,6 +249,8 @@ def test_compare_all_applies_holm_over_every_comparison_and_gives_flat_records()
     assert list(record)[:12] == ["config_a", "config_b", "n_pairs", "diff", "diff_low", "diff_high", "p_mcnemar",
                                  "p_holm", "cohens_h", "odds_ratio", "a_right_b_wrong", "a_wrong_b_right"]
     assert all(value is None or isinstance(value, (str, int, float)) for value in record.values())
+    good_bad = by_pair[("good", "bad")]
+    assert f"McNemar p = {good_bad.p_mcnemar:.3f}, Holm p = {good_bad.p_holm:.3f} (" in good_bad.text()
     assert compare_all(per_config, n_boot=FAST) == results  # deterministic
     against = compare_all(per_config, baselines=["bad"], n_boot=FAST)
     assert [(r.config_a, r.config_b) for r in against] == [("good", "bad"), ("same", "bad"), ("empty", "bad")]
