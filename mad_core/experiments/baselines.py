@@ -99,10 +99,11 @@ def _one(entry: Any, where: str) -> BaselineSpec:
 
 
 def _first_agent(settings: dict[str, Any]) -> dict[str, Any]:
-    agents = settings.get("agents") or DebateConfig(question="-").to_dict()["agents"]
-    first = agents[0] if isinstance(agents[0], dict) else {}
-    defaults = DebateConfig(question="-").to_dict()["agents"][0]
-    return {key: first.get(key, defaults[key]) for key in ("model", "temperature", "max_tokens")}
+    """The configuration's first agent as a baseline keeps it: model, temperature, token limit."""
+    defaults = DebateConfig(question="-").to_dict()["agents"]
+    first = (settings.get("agents") or defaults)[0]
+    first = first if isinstance(first, dict) else {}
+    return {key: first.get(key, defaults[0][key]) for key in ("model", "temperature", "max_tokens")}
 
 
 def _samples(settings: dict[str, Any], k: int) -> dict[str, Any]:
