@@ -32,6 +32,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "engine_overhead": ("engine_overhead.py", [], "engine overhead against a fixed-latency model (target <= 2 %)"),
     "simultaneous_round": ("simultaneous_round.py", [], "N agents speaking at once vs one call (<= 1.15 at N = 5)"),
     "throughput": ("throughput.py", [], "100 debates x 9 calls, 32 at a time, one store (wall / ideal <= 1.3)"),
+    "large_sweep": ("large_sweep.py", [], "10,000-debate sweep: calls/s, flat memory, kill -9 and resume, results page (< 2 s)"),
+    "cache_rerun": ("cache_rerun.py", [], "a sweep rerun from the response cache: 0 model calls, identical tables"),
     "search": ("search.py", [], "full-text search over 10,000 turns (<= 50 ms a query)"),
     "sbert": ("sbert.py", [], "SBERT diversity of 50 messages, cold and warm"),
     "parsers": ("parsers.py", [], "every reader of model text on hostile 100,000-character replies (< 50 ms)"),
@@ -47,7 +49,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "local_ballots": ("local_model.py", ["ballots"], "invalid-ballot rate over 20 default debates"),
     "hf_speed": ("hf_speed.py", [], "the same debate through llama.cpp and through the in-process hf provider"),
 }
-SLOW = {"browser", "steering", "hf_speed", "memory", "memory_day", "memory_prompt_cache", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
+SLOW = {"large_sweep", "browser", "steering", "hf_speed", "memory", "memory_day", "memory_prompt_cache", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
 HEADER = """# Benchmarks
 
 Written by `bench/run.py` (see `bench/`); each section says the machine, the command and the

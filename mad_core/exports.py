@@ -78,6 +78,18 @@ def csv_safe(value: Any) -> Any:
     return value
 
 
+def records_csv(records: list[dict[str, Any]]) -> str:
+    """Records as CSV (columns in the order they first appear); every cell through `csv_safe`, so no
+    formula reaches a spreadsheet."""
+    out = io.StringIO()
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    writer = csv.DictWriter(out, fieldnames=columns)
+    writer.writeheader()
+    for record in records:
+        writer.writerow({key: csv_safe(value) for key, value in record.items()})
+    return out.getvalue()
+
+
 def _deep_map(value: Any, fn: Callable[[Any], Any]) -> Any:
     """`fn` applied to every leaf of nested dicts and lists (keys kept)."""
     if isinstance(value, dict):

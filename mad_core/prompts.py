@@ -422,3 +422,26 @@ def kks_supervisor_prompt(puzzle: str, task: str, proposals: list[str], rounds: 
                                   kks_section("The discussion, player by player:", rounds),
                                   kks_section("Final assignments:", finals),
                                   kks_section("Tied players (votes per role):", splits), ask], [])
+
+
+# ----- machine pre-coding (mad_core/qda/precode.py; issue 22, item 6) -------------------------------------
+def precode_prompt(codebook: list[dict[str, str]], question: str, speaker: str, text: str) -> list[dict[str, str]]:
+    """Ask a model which codes of a codebook apply to one turn of a debate. `codebook`: each code's
+    `name`, `definition`, `include`, `exclude` and `example` (empty ones left out of the prompt). The
+    reply is read by qda/precode.py `read_proposal`: JSON {"codes": [names]}, an empty list for none."""
+    entries = []
+    for code in codebook:
+        lines = [f"- {code['name']}"]
+        for label, key in (("means", "definition"), ("use when", "include"), ("not when", "exclude"),
+                           ("example", "example")):
+            if (code.get(key) or "").strip():
+                lines.append(f"  {label}: {' '.join(code[key].split())}")
+        entries.append("\n".join(lines))
+    user = (f"A debate discussed this question:\n{question}\n\nOne turn of it, by {speaker}:\n<<<\n{text}\n>>>\n\n"
+            "The codebook a research team uses to code such turns:\n" + "\n".join(entries) + "\n\n"
+            "Which of these codes apply to the turn as a whole? Use only the code names above, exactly as written; "
+            "choose none when none fits.\n"
+            'Reply with JSON only: {"codes": ["<code name>", ...]}')
+    return [{"role": "system", "content": "You code debate transcripts for qualitative research, carefully and "
+                                          "only by the codebook's definitions."},
+            {"role": "user", "content": user}]

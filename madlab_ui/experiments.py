@@ -38,7 +38,7 @@ TRANSCRIPTS_PAGE = "pages/1_Transcripts.py"
 REFRESH_S = 1.0
 TFT_CHOICES = ["none", "0", "1", "2", "3"]
 SWITCH = {"off": False, "on": True}
-MAX_DEBATE_ROWS = 500
+MAX_DEBATE_ROWS = 100  # each row is a button: drawing thousands would slow every run of the page
 
 
 # ----- defining an experiment --------------------------------------------------------------------------
@@ -265,14 +265,19 @@ def _results(store, experiment_id: str) -> None:
     _comparisons(comparisons, uncertainty.change_records(found.statistics, found.labels))
     name = f"experiment-{id8(experiment_id)}"
     columns = st.columns(4)
-    columns[0].download_button("Results table (CSV)", results.to_csv(results.table_records(found.table, found.statistics)),
-                               file_name=f"{name}.csv", mime="text/csv", key="exp_csv", on_click="ignore")
-    columns[1].download_button("Every debate (CSV)", results.to_csv(results.run_records(found.runs, found.configurations)),
-                               file_name=f"{name}-debates.csv", mime="text/csv", key="exp_runs_csv", on_click="ignore")
-    columns[2].download_button("Comparisons (CSV)", results.to_csv(comparisons), file_name=f"{name}-comparisons.csv",
-                               mime="text/csv", key="exp_comparisons_csv", on_click="ignore")
-    columns[3].download_button("Report (Markdown)", publish.markdown_report(found), file_name=f"{name}-report.md",
-                               mime="text/markdown", key="exp_report", on_click="ignore")
+    # Each file is made when its button is clicked (on a thread of its own), not at every run of the
+    # page: a sweep of 10,000 debates would otherwise write its CSV each time the page is drawn.
+    columns[0].download_button("Results table (CSV)", lambda: results.to_csv(results.table_records(
+        found.table, found.statistics)), file_name=f"{name}.csv", mime="text/csv", key="exp_csv", on_click="ignore")
+    columns[1].download_button("Every debate (CSV)", lambda: results.to_csv(results.run_records(
+        found.runs, found.configurations)), file_name=f"{name}-debates.csv", mime="text/csv", key="exp_runs_csv",
+        on_click="ignore")
+    columns[2].download_button("Comparisons (CSV)", lambda: results.to_csv(comparisons),
+                               file_name=f"{name}-comparisons.csv", mime="text/csv", key="exp_comparisons_csv",
+                               on_click="ignore")
+    columns[3].download_button("Report (Markdown)", lambda: publish.markdown_report(found),
+                               file_name=f"{name}-report.md", mime="text/markdown", key="exp_report",
+                               on_click="ignore")
     for problem in found.problems:
         st.warning(model_markdown(problem))
     _plots(found.plots, name)

@@ -6,10 +6,14 @@ name, the sha256 of every other member), `spec.json` (the spec as given), `confi
 (the resolved configurations), `provenance.json` (git revision, packages, model digests: see
 `provenance`), the results as they were (`results.csv`, `comparisons.csv`, `debates.csv`,
 `report.md`) and `cache.jsonl`: every response-cache entry the sweep's debates stored or read
-(`ResponseCache.entries_for`). Reproducing adds those entries to this home's cache (those
-already there stay), creates a new experiment from the spec, runs it (every call a cache hit, so
-no model is asked and no network is needed) and compares its results table and comparisons
-with the archived ones, file for file.
+(`ResponseCache.entries_for`). A sweep over the researcher's own file (`task_set: {file: ...}`)
+carries that file too, as `task_file/<its name>` (named in the manifest's `task_file`), so the
+archive reruns on a machine that never had it; a Hugging Face dataset (`task_set: {hf: ...}`) is
+named, not carried: it is read again from the `datasets` cache (its `revision` pins it).
+Reproducing adds the cache entries to this home's cache (those already there stay), puts a
+carried task file under `<home>/bundles/<its digest>/` and points the spec at it, creates a new
+experiment from the spec, runs it (every call a cache hit, so no model is asked and no network
+is needed) and compares its results table and comparisons with the archived ones, file for file.
 
 Reading an archive trusts nothing: only the named members are read, each bounded in size,
 each checked against the manifest's digest, the JSON bounded in depth like a debate export; a
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +31,7 @@ from typing import Any
 
 from ..export_schema import ExportError, read_export_text
 from ..models.response_cache import ResponseCache
-from ..store import Store
+from ..store import Store, madlab_home
 from . import publish, results, storage, uncertainty
 from .runner import ExperimentRunner
 from .spec import ExperimentConfig
@@ -35,6 +40,7 @@ FORMAT, VERSION = "madlab-experiment-bundle", 1
 MAX_MEMBER_BYTES = 200_000_000
 TABLES = ("results.csv", "comparisons.csv")  # what a reproduction must give again, byte for byte
 MEMBERS = ("spec.json", "configurations.json", "provenance.json", *TABLES, "debates.csv", "report.md", "cache.jsonl")
+TASK_FILE_MEMBER = re.compile(r"task_file/[A-Za-z0-9][A-Za-z0-9._-]{0,120}\Z")  # our own naming; nothing else is read
 
 
 class BundleError(ValueError):
@@ -67,14 +73,34 @@ def export_bundle(store: Store, experiment_id: str, path: str | Path, *, embed: 
              "report.md": publish.markdown_report(found),
              "cache.jsonl": "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries)}
     data = {name: text.encode("utf-8") for name, text in files.items()}
+    task_file = _task_file(record["spec"])
+    if task_file is not None:
+        data[task_file[0]] = task_file[1]
     manifest = {"format": FORMAT, "version": VERSION, "experiment_id": experiment_id, "name": record["name"],
                 "status": record["status"], "cache_entries": len(entries),
+                "task_file": task_file[0] if task_file else None,
                 "sha256": {name: hashlib.sha256(blob).hexdigest() for name, blob in data.items()}}
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("manifest.json", json.dumps(manifest, indent=1))
         for name, blob in data.items():
             archive.writestr(name, blob)
     return manifest
+
+
+def _task_file(spec: dict[str, Any]) -> tuple[str, bytes] | None:
+    """The member name and bytes of the researcher's task file a spec reads, if it reads one."""
+    source = spec.get("task_set")
+    if not isinstance(source, dict) or not isinstance(source.get("file"), str):
+        return None
+    path = Path(source["file"])
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise BundleError("task_file", f"the sweep's task file {path} cannot be read ({exc.strerror})") from None
+    if len(blob) > MAX_MEMBER_BYTES:
+        raise BundleError("task_file", f"the sweep's task file is larger than {MAX_MEMBER_BYTES // 1_000_000} MB")
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", path.name).lstrip("._-") or "tasks"
+    return f"task_file/{name[:120]}", blob
 
 
 def _member(archive: zipfile.ZipFile, name: str) -> bytes:
@@ -115,9 +141,34 @@ def read_bundle(path: str | Path) -> dict[str, Any]:
             if digests.get(name) != hashlib.sha256(blob).hexdigest():
                 raise BundleError(name, "its content does not match the manifest's digest")
             blobs[name] = blob
+        task_file = manifest.get("task_file")
+        if task_file is not None:
+            if not isinstance(task_file, str) or not TASK_FILE_MEMBER.match(task_file):
+                raise BundleError("manifest.json", "its task_file is not a task_file/<name> member")
+            blob = _member(archive, task_file)
+            if digests.get(task_file) != hashlib.sha256(blob).hexdigest():
+                raise BundleError(task_file, "its content does not match the manifest's digest")
+            blobs[task_file] = blob
     cache = [_json("cache.jsonl", line) for line in blobs["cache.jsonl"].splitlines() if line.strip()]
     return {"manifest": manifest, "spec": _json("spec.json", blobs["spec.json"]),
-            "tables": {name: blobs[name].decode("utf-8") for name in TABLES}, "cache": cache}
+            "tables": {name: blobs[name].decode("utf-8") for name in TABLES}, "cache": cache,
+            "task_file": (task_file, blobs[task_file]) if task_file is not None else None}
+
+
+def _place_task_file(spec: Any, task_file: tuple[str, bytes] | None) -> tuple[Any, Path | None]:
+    """The spec reading a carried task file from `<home>/bundles/<digest>/<name>`, and that path if
+    this call wrote it (None when there is no file or it was there already)."""
+    if task_file is None or not isinstance(spec, dict) or not isinstance(spec.get("task_set"), dict):
+        return spec, None
+    name, blob = task_file
+    folder = madlab_home() / "bundles" / hashlib.sha256(blob).hexdigest()[:16]
+    path = folder / name.split("/", 1)[1]
+    written = None
+    if not path.is_file() or path.read_bytes() != blob:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(blob)
+        written = path
+    return {**spec, "task_set": {**spec["task_set"], "file": str(path)}}, written
 
 
 @dataclass
@@ -147,9 +198,12 @@ def reproduce(path: str | Path, store: Store, *, runner_factory: Any = None, emb
     """Rerun an archive here (see the module docstring). `runner_factory(experiment_id)` makes the
     runner (default: `ExperimentRunner` on `store`'s file)."""
     bundle = read_bundle(path)
+    spec, placed = _place_task_file(bundle["spec"], bundle["task_file"])
     try:
-        experiment = ExperimentConfig.from_dict(bundle["spec"])
+        experiment = ExperimentConfig.from_dict(spec)
     except ValueError as exc:
+        if placed is not None:  # nothing is left behind by an archive that is refused
+            placed.unlink(missing_ok=True)
         raise BundleError("spec.json", str(exc)) from None
     try:
         added = ResponseCache("readwrite").import_entries(bundle["cache"])

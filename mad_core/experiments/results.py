@@ -20,13 +20,12 @@ streamlit, or write a CSV cell that a spreadsheet would run as a formula (`csv_s
 """
 from __future__ import annotations
 
-import csv
-import io
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..exports import csv_safe
+from ..exports import records_csv
 from ..store import Store
 from . import storage, uncertainty
 
@@ -200,29 +199,75 @@ def configurations_of(experiment: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def experiment_results(store: Store, experiment_id: str, *, embed: Any = None) -> Results:
-    """Gather the reports of an experiment's debates and aggregate them."""
+    """Gather what each of an experiment's debates measured and aggregate it.
+
+    One query reads the runs with their debates' state and what the runner kept of each report
+    (`store_run_result`); a run whose kept result is missing or no longer matches its debate (the
+    debate changed, another embedder, another metrics version) has its report read or computed."""
     experiment = storage.get_experiment(store, experiment_id)
     if experiment is None:
         raise LookupError(f"no experiment with id {experiment_id!r}")
     configurations = configurations_of(experiment)
     labels = {c["key"]: c["label"] for c in configurations}
+    stamp_of = _stamper(embed)
+    sql = """SELECT r.*, d.id AS d_id, d.status AS d_status, d.updated_at AS d_updated_at,
+                    d.finished_at AS d_finished_at, d.reference AS d_reference
+             FROM experiment_runs r LEFT JOIN debates d ON d.id = r.debate_id
+             WHERE r.experiment_id = ? ORDER BY r.run_index"""
     rows, problems = [], []
-    for run in storage.runs(store, experiment_id):
-        report = None
-        debate = store.get_debate(run["debate_id"]) if run.get("debate_id") else None
-        if run["status"] in storage.DONE_RUN_STATUSES and debate:
-            try:
-                report = _report(store, run["debate_id"], embed)
-            except Exception as exc:  # noqa: BLE001 - one bad debate must not hide the others
-                problems.append(f"debate {run['debate_id'][:8]}: {type(exc).__name__}: {exc}")
+    for row in store.query(sql, [experiment_id]):
+        run = {key: value for key, value in row.items() if not key.startswith("d_") and key != "result"}
+        found = None
+        if run["status"] in storage.DONE_RUN_STATUSES and row["d_id"]:
+            debate = {"status": row["d_status"], "updated_at": row["d_updated_at"], "finished_at": row["d_finished_at"]}
+            found = _kept(row.get("result"), stamp_of(debate))
+            if found is None:
+                try:
+                    found = run_result(_report(store, run["debate_id"], embed))
+                except Exception as exc:  # noqa: BLE001 - one bad debate must not hide the others
+                    problems.append(f"debate {run['debate_id'][:8]}: {type(exc).__name__}: {exc}")
         rows.append({**run, "config_label": labels.get(run["config_key"], run["config_key"]),
-                     "reference": (debate or {}).get("reference"),
-                     "summary": (report or {}).get("summary"), "transitions": (report or {}).get("transitions"),
-                     "first_correct": _first_round_correct(report)})
+                     "reference": row["d_reference"], "summary": (found or {}).get("summary"),
+                     "transitions": (found or {}).get("transitions"), "first_correct": (found or {}).get("first_correct")})
     table = aggregate(rows, configurations)
     statistics = uncertainty.sweep_statistics(rows, configurations, accuracy=accuracy_of)
     return Results(experiment, configurations, rows, table, plot_data(table, rows, configurations, statistics),
                    problems, statistics)
+
+
+def run_result(report: dict[str, Any], stamp: str | None = None) -> dict[str, Any]:
+    """What the results table needs of one debate's report: its summary, its transitions and whether
+    the first round's clear majority was right; `stamp` says which state of the debate it measured."""
+    return {"stamp": stamp, "summary": report.get("summary"), "transitions": report.get("transitions"),
+            "first_correct": _first_round_correct(report)}
+
+
+def store_run_result(store: Store, debate_id: str, *, embed: Any = None) -> None:
+    """Compute (or read) an ended debate's report and keep its `run_result` on its experiment run."""
+    from ..metrics.report import debate_report, embedder_name, report_stamp
+
+    report = debate_report(store, debate_id, embed=embed)
+    debate = store.get_debate(debate_id)
+    if debate is not None:
+        storage.save_run_result(store, debate_id, run_result(report, report_stamp(debate, embedder_name(embed))))
+
+
+def _stamper(embed: Any) -> Callable[[dict[str, Any]], str]:
+    from ..metrics.report import embedder_name, report_stamp
+
+    name = embedder_name(embed)
+    return lambda debate: report_stamp(debate, name)
+
+
+def _kept(text: str | None, stamp: str) -> dict[str, Any] | None:
+    """The run's kept result when it measured the debate as it is now (same stamp), else None."""
+    if not text:
+        return None
+    try:
+        kept = json.loads(text)
+    except ValueError:
+        return None
+    return kept if isinstance(kept, dict) and kept.get("stamp") == stamp else None
 
 
 def _first_round_correct(report: dict[str, Any] | None) -> float | None:
@@ -327,13 +372,7 @@ def run_records(runs: list[dict[str, Any]], configurations: list[dict[str, Any]]
 
 def to_csv(records: list[dict[str, Any]]) -> str:
     """Records as CSV; every cell through `csv_safe` (no formula reaches a spreadsheet)."""
-    out = io.StringIO()
-    columns = list(dict.fromkeys(key for record in records for key in record))
-    writer = csv.DictWriter(out, fieldnames=columns)
-    writer.writeheader()
-    for record in records:
-        writer.writerow({key: csv_safe(value) for key, value in record.items()})
-    return out.getvalue()
+    return records_csv(records)
 
 
 def _cell(value: Any) -> Any:
@@ -364,5 +403,5 @@ def spec_summary(spec: dict[str, Any]) -> str:
 
 __all__ = ["Stat", "mean_sd", "accuracy_of", "METRICS", "CHALLENGE_METRICS", "ALL_METRICS", "shown_metrics",
            "ConfigRow", "aggregate", "sum_transitions", "rounds_distribution", "plot_data", "Results",
-           "experiment_results", "table_records", "display_records", "run_records", "to_csv", "text_table",
+           "experiment_results", "run_result", "store_run_result", "table_records", "display_records", "run_records", "to_csv", "text_table",
            "spec_summary", "configurations_of"]

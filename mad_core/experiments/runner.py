@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from ..config import ConfigError
 from ..store import HEARTBEAT_EVERY_S, ResumeRefused, Store, new_owner
-from . import storage
+from . import results, storage
 from .spec import ExperimentConfig, Run
 
 
@@ -57,24 +57,23 @@ class Progress:
         return self.done / self.total if self.total else 1.0
 
 
-def eta_seconds(walls: list[float], remaining: int, concurrency: int) -> float | None:
+def eta_seconds(mean_wall: float | None, remaining: int, concurrency: int) -> float | None:
     """Mean wall time of the finished debates × debates left ÷ concurrency (None before the first)."""
     if remaining <= 0:
         return 0.0
-    if not walls:
+    if mean_wall is None:
         return None
-    return sum(walls) / len(walls) * remaining / max(1, concurrency)
+    return mean_wall * remaining / max(1, concurrency)
 
 
 def progress_of(store: Store, experiment_id: str, run: dict[str, Any] | None = None) -> Progress:
-    """The progress of a stored experiment, from the database alone (what a reloaded page shows)."""
+    """The progress of a stored experiment, from the database alone (what a reloaded page shows);
+    counted by SQLite (`storage.run_counts`), so it costs the same at 10 or 10,000 debates."""
     experiment = storage.get_experiment(store, experiment_id) or {}
-    rows = storage.runs(store, experiment_id)
-    done = [r for r in rows if r["status"] in storage.DONE_RUN_STATUSES]
-    walls = [r["wall_s"] for r in done if r.get("wall_s") is not None]
-    return Progress(experiment_id, len(rows), len(done), sum(r["status"] == "failed" for r in done),
-                    sum(r["status"] == "running" for r in rows),
-                    eta_seconds(walls, len(rows) - len(done), experiment.get("concurrency") or 1), run)
+    counts = storage.run_counts(store, experiment_id)
+    return Progress(experiment_id, counts["total"], counts["done"], counts["failed"], counts["running"],
+                    eta_seconds(counts["mean_wall"], counts["total"] - counts["done"],
+                                experiment.get("concurrency") or 1), run)
 
 
 def format_eta(seconds: float | None) -> str:
@@ -191,10 +190,16 @@ class ExperimentRunner:
 
     def _run_debates(self, todo: list[Run], rows: dict[int, dict[str, Any]], concurrency: int) -> None:
         """Run the debates left (`todo`), `concurrency` at once, beating the experiment's heartbeat."""
+        left = iter(todo)
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="madlab-exp") as pool:
-            pending = {pool.submit(self._one, run, rows[run.index]) for run in todo}
+            pending: set[Any] = set()
             try:
-                while pending:
+                while True:
+                    # at most two debates per thread wait in the pool: 10,000 planned ones cost no more memory than 10
+                    while len(pending) < 2 * concurrency and (run := next(left, None)) is not None:
+                        pending.add(pool.submit(self._one, run, rows[run.index]))
+                    if not pending:
+                        break
                     _, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
                     storage.heartbeat(self._store(), self.experiment_id, self.owner)
             except BaseException:
@@ -249,13 +254,10 @@ class ExperimentRunner:
                             "config_label": run.configuration.label})
 
     def _report(self, store: Store, debate_id: str) -> None:
-        """Compute the debate's report now (it is cached in the database for the results table)."""
+        """Compute the debate's report now (cached in the database) and keep what the results table
+        needs on its run (`results.store_run_result`)."""
         try:
-            from ..metrics.report import debate_report
-        except ImportError:
-            return
-        try:
-            debate_report(store, debate_id, embed=self.embed)
+            results.store_run_result(store, debate_id, embed=self.embed)
         except Exception:  # noqa: BLE001 - the results table computes it again and says what failed
             pass
 

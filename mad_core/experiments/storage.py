@@ -68,6 +68,14 @@ def m012_experiment_provenance(db: Database) -> None:
     db["experiments"].add_column("provenance", str)
 
 
+@MIGRATIONS()
+def m013_run_results(db: Database) -> None:
+    """What each ended debate of an experiment measured, kept on its run (JSON: the report's stamp,
+    summary, transitions and first-round correctness), so a results table of 10,000 debates is one
+    query rather than 10,000 reports read back (results.py `run_result`; the runner writes it)."""
+    db["experiment_runs"].add_column("result", str)
+
+
 class ExperimentBusy(RuntimeError):
     """The experiment is being run by a live process (or is unknown): it cannot be claimed."""
 
@@ -194,6 +202,23 @@ def release(store: Store, experiment_id: str, owner: str, status: str, error: st
 def update_run(store: Store, run_id: int, **values: Any) -> None:
     with store.transaction() as db:
         db["experiment_runs"].update(run_id, values)
+
+
+def save_run_result(store: Store, debate_id: str, result: dict[str, Any]) -> None:
+    """Keep what a debate of an experiment measured on its run (see m013)."""
+    with store.transaction() as db:
+        db.execute("UPDATE experiment_runs SET result = ? WHERE debate_id = ?",
+                   [json.dumps(result, ensure_ascii=False), debate_id])
+
+
+def run_counts(store: Store, experiment_id: str) -> dict[str, Any]:
+    """How many planned debates an experiment has, how many are done (finished or failed), failed
+    and running, and the mean wall time of the done ones: counted by SQLite, not read row by row."""
+    sql = """SELECT COUNT(*) AS total, COALESCE(SUM(status IN ('finished', 'failed')), 0) AS done,
+                    COALESCE(SUM(status = 'failed'), 0) AS failed, COALESCE(SUM(status = 'running'), 0) AS running,
+                    AVG(CASE WHEN status IN ('finished', 'failed') THEN wall_s END) AS mean_wall
+             FROM experiment_runs WHERE experiment_id = ?"""
+    return store.query(sql, [experiment_id])[0]
 
 
 def set_concurrency(store: Store, experiment_id: str, concurrency: int) -> None:

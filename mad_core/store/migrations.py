@@ -5,7 +5,8 @@ The store owns the debates' tables (`m001_initial`, `m002_owners_and_rounds`, `m
 code (`feature_migrations()` makes its set):
 the metric cache (m003, mad_core/metrics/cache.py), experiments (m004,
 mad_core/experiments/storage.py), polls (m005, m007, mad_core/polls.py) and the codebook (m006,
-mad_core/codebook.py) and the round plans of older debates (m009, mad_core/round_plans.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
+mad_core/codebook.py), the round plans of older debates (m009, mad_core/round_plans.py) and coding
+projects (m014, m015, mad_core/qda/storage.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
 loaded by name (`FEATURE_SETS`) the first time it is used, so opening a database creates every
 table, in the order the steps were written.
 
@@ -25,7 +26,7 @@ SET_NAME, TABLE = "madlab", "_migrations"
 # Each feature's migration set: (module, attribute), imported by name when first needed.
 FEATURE_SETS = (("mad_core.metrics.cache", "MIGRATIONS"), ("mad_core.experiments.storage", "MIGRATIONS"),
                 ("mad_core.polls", "MIGRATIONS"), ("mad_core.codebook", "MIGRATIONS"),
-                ("mad_core.round_plans", "MIGRATIONS"))
+                ("mad_core.round_plans", "MIGRATIONS"), ("mad_core.qda.storage", "MIGRATIONS"))
 
 
 def feature_migrations() -> Migrations:

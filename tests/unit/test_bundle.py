@@ -92,3 +92,50 @@ def test_an_altered_or_incomplete_archive_is_refused_by_member_and_nothing_is_wr
             bundle.reproduce(path, Store())
         assert caught.value.member == member
     assert storage.list_experiments(Store()) == [] and ResponseCache("read").stats()["entries"] == 0
+
+
+def test_a_sweep_over_the_researchers_own_file_carries_it_and_reruns_where_the_file_never_was(
+        script, tmp_path, monkeypatch):
+    """`task_set: {file: ...}`: the archive holds the file (digest in the manifest); reproduced in
+    another home after the original is gone, it is read from the archive's copy, to the same tables.
+    A manifest naming any other member as the task file is refused before anything is written."""
+    from mad_core.experiments import ExperimentConfig, ExperimentRunner, create_experiment
+
+    data = tmp_path / "my questions.jsonl"
+    data.write_text("\n".join(json.dumps({"qid": f"q{i}", "prompt": f"What is {i} + {i}?", "gold": str(2 * i)})
+                              for i in range(3)))
+    model, calls = script(lambda messages, info: "Adding them up.\nFinal answer: 2")
+    spec = {"name": "own file", "task_set": {"file": str(data), "columns": {"id": "qid", "question": "prompt",
+                                                                           "answer": "gold"}, "answer_type": "number"},
+            "items": 3, "seeds": [1], "base": {"models": model, "rounds": 1, "protocol": "simple_voting"}}
+    store = Store()
+    experiment_id = create_experiment(store, ExperimentConfig.from_dict(spec))
+    assert ExperimentRunner(experiment_id, embed=cheap_embed).run() == "finished"
+    archive = tmp_path / "sweep.zip"
+    manifest = bundle.export_bundle(store, experiment_id, archive, embed=cheap_embed)
+    assert manifest["task_file"] == "task_file/my_questions.jsonl"
+    with zipfile.ZipFile(archive) as opened:
+        assert opened.read("task_file/my_questions.jsonl") == data.read_bytes()
+        members = {name: opened.read(name) for name in opened.namelist()}
+    original = data.read_bytes()
+    data.unlink()
+    monkeypatch.setenv("MADLAB_HOME", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    made = len(calls.history)
+    again = bundle.reproduce(archive, Store(), embed=cheap_embed)
+    assert again.identical and len(calls.history) == made
+    rerun = storage.get_experiment(Store(), again.experiment_id)
+    placed = rerun["spec"]["task_set"]["file"]
+    assert placed.startswith(str(tmp_path / "elsewhere" / "bundles")) and open(placed, "rb").read() == original
+    # must not: a manifest that points the task file anywhere else
+    for name in ("../escape.jsonl", "spec.json", "task_file/../../x.jsonl"):
+        forged = {**json.loads(members["manifest.json"]), "task_file": name}
+        path = tmp_path / "forged.zip"
+        with zipfile.ZipFile(path, "w") as out:
+            for member, blob in members.items():
+                out.writestr(member, json.dumps(forged) if member == "manifest.json" else blob)
+        monkeypatch.setenv("MADLAB_HOME", str(tmp_path / "third"))
+        with pytest.raises(bundle.BundleError) as caught:
+            bundle.reproduce(path, Store())
+        assert caught.value.member == "manifest.json"
+        assert storage.list_experiments(Store()) == [] and not (tmp_path / "third" / "bundles").exists()

@@ -180,9 +180,9 @@ def test_csv_cells_cannot_run_as_formulas():
 
 
 def test_eta_is_mean_wall_time_times_debates_left_over_concurrency():
-    assert eta_seconds([2.0, 4.0], remaining=6, concurrency=3) == 6.0
-    assert eta_seconds([], remaining=6, concurrency=3) is None
-    assert eta_seconds([5.0], remaining=0, concurrency=1) == 0.0
+    assert eta_seconds(3.0, remaining=6, concurrency=3) == 6.0
+    assert eta_seconds(None, remaining=6, concurrency=3) is None
+    assert eta_seconds(5.0, remaining=0, concurrency=1) == 0.0
 
 
 # ----- running on the scripted model -------------------------------------------------------------
@@ -420,6 +420,38 @@ def test_three_protocols_five_kks_puzzles_two_seeds_on_the_scripted_model(script
     assert found.plots["transitions"] == {"majority-correct": {"correct": 330}, "minority-wrong": {"wrong": 30}}
     assert found.plots["rounds"] == {label: {1: 10} for label in
                                      ("protocol=simple_voting", "protocol=solution_counting", "protocol=judge")}
+
+
+def test_results_are_read_from_what_each_run_kept_and_recomputed_when_its_debate_changed(script, monkeypatch):
+    """A results table of many debates is one query: the runner keeps each report's numbers on its
+    run; a kept result whose debate changed since (another stamp) is measured again, and only it."""
+    import mad_core.metrics.report as report_module
+
+    store, experiment_id, _ = make(script, {"seeds": [1, 2], "grid": {"protocol": ["simple_voting", "judge"]}})
+    assert ExperimentRunner(experiment_id, embed=cheap_embed).run() == "finished"
+    rows = storage.runs(store, experiment_id)
+    kept = [json.loads(r["result"]) for r in rows]
+    assert len(kept) == 12 and all(k["stamp"] and k["summary"]["decided"] for k in kept)
+    expected = R.experiment_results(store, experiment_id, embed=cheap_embed)
+    asked: list[str] = []
+    real = report_module.debate_report
+
+    def counted(store_, debate_id, *, embed=None):
+        asked.append(debate_id)
+        return real(store_, debate_id, embed=embed)
+
+    monkeypatch.setattr(report_module, "debate_report", counted)
+    again = R.experiment_results(store, experiment_id, embed=cheap_embed)
+    assert asked == []  # must not happen: a report read back per debate
+    assert R.table_records(again.table, again.statistics) == R.table_records(expected.table, expected.statistics)
+    assert [r["summary"] for r in again.runs] == [r["summary"] for r in expected.runs]
+    changed = rows[4]["debate_id"]
+    with store.transaction() as db:
+        db.execute("UPDATE debates SET updated_at = updated_at + 1 WHERE id = ?", [changed])
+    R.experiment_results(store, experiment_id, embed=cheap_embed)
+    assert asked == [changed]
+    other_embedder = R.experiment_results(store, experiment_id, embed=lambda texts: cheap_embed(texts))
+    assert len(asked) == 1 + 12 and other_embedder.problems == []  # another embedder: every report again
 
 
 def test_an_experiment_killed_mid_debate_resumes_from_the_command_line(tmp_path):

@@ -92,7 +92,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store = Store(path)
     assert store.applied_migrations()[:4] == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
                                                "m004_experiments"]
-    assert store.applied_migrations()[-1] == "m012_experiment_provenance"  # the latest (tests/unit/test_bundle.py)
+    assert store.applied_migrations()[-1] == "m015_annotations_to_codes"  # the latest (tests/unit/test_qda_coding.py)
     store_migrations = store.applied_migrations()
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
@@ -142,6 +142,7 @@ def test_each_feature_keeps_its_own_migrations_beside_its_code():
     from mad_core import codebook, polls, round_plans
     from mad_core.experiments import storage
     from mad_core.metrics import cache
+    from mad_core.qda import storage as qda_storage
     from mad_core.store.migrations import CORE_MIGRATIONS
 
     def steps(migrations):
@@ -151,10 +152,11 @@ def test_each_feature_keeps_its_own_migrations_beside_its_code():
                                       "m011_steering_requested_at"]
     assert steps(cache.MIGRATIONS) == ["m003_metrics"]
     assert steps(storage.MIGRATIONS) == ["m004_experiments", "m010_experiment_configurations",
-                                         "m012_experiment_provenance"]
+                                         "m012_experiment_provenance", "m013_run_results"]
     assert steps(polls.MIGRATIONS) == ["m005_polls", "m007_poll_devices"]
     assert steps(codebook.MIGRATIONS) == ["m006_codebook"]
     assert steps(round_plans.MIGRATIONS) == ["m009_round_plans"]
+    assert steps(qda_storage.MIGRATIONS) == ["m014_coding_projects", "m015_annotations_to_codes"]
 
 
 def test_default_path_is_under_madlab_home(madlab_home):

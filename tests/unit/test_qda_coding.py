@@ -1,0 +1,235 @@
+"""Coding projects (issue 22, items 1-3, 5 and 8; mad_core/qda): a project of debates, a code hierarchy,
+coders in blind mode, passages by character offsets with their quote, memos, deletion that asks nobody
+else's work and can be undone, the lead's reveal and gold coding, the history, and the migration that
+turns the archive's tags and annotations into a project without losing any."""
+from __future__ import annotations
+
+import pytest
+from sqlite_utils import Database
+
+from mad_core import codebook
+from mad_core.qda import coding, storage
+from mad_core.qda.model import to_source
+from mad_core.store import Store
+from test_codebook import debate
+
+TEXTS = ("The bat costs $1.05 and the ball 5 cents.", "No: the ball costs 0.05 dollars.", "I agree, café.")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "qda.db") as s:
+        debate(s, "d1", texts=TEXTS)
+        debate(s, "d2", texts=("alpha", "beta", "gamma"))
+        yield s
+
+
+@pytest.fixture
+def project(store):
+    project_id = coding.create_project(store, "Bat and ball", "Lena", debate_ids=["d1", "d2"])
+    lena = coding.join(store, project_id, "lena")  # the lead joined at creation: the same coder, any case
+    omar = coding.join(store, project_id, "Omar")
+    return project_id, lena, omar
+
+
+def test_a_project_holds_its_debates_codebook_and_coders(store, project):
+    project_id, lena, omar = project
+    assert storage.debate_ids(store, project_id) == ["d1", "d2"]
+    assert [c["name"] for c in storage.coder_rows(store, project_id)] == ["Lena", "Omar"]
+    parent = coding.add_code(store, project_id, "Lena", "Reasoning", definition="Any argument", colour="#112233")
+    child = coding.add_code(store, project_id, "Lena", "Arithmetic", parent=parent, include="sums and prices",
+                            exclude="units", example="1.05 - 1 = 0.05")
+    other = coding.add_code(store, project_id, "Lena", "Agreement")
+    assert [r["name"] for r in storage.code_rows(store, project_id)] == ["Reasoning", "Arithmetic", "Agreement"]
+    loaded = storage.load_project(store, project_id)
+    by_id = {c.id: c for c in loaded.codes}
+    assert by_id[child].parent == parent and by_id[parent].colour == "#112233"
+    assert (by_id[child].include, by_id[child].exclude, by_id[child].example) == ("sums and prices", "units",
+                                                                                  "1.05 - 1 = 0.05")
+    assert by_id[other].colour.startswith("#") and len(by_id[other].colour) == 7
+    # must not: a circle in the hierarchy, a second code of the same name, a colour that is not #RRGGBB
+    with pytest.raises(ValueError, match="^parent:"):
+        coding.update_code(store, project_id, parent, "Lena", parent=child)
+    with pytest.raises(ValueError, match="^name:"):
+        coding.add_code(store, project_id, "Lena", "reasoning")
+    with pytest.raises(ValueError, match="^colour:"):
+        coding.add_code(store, project_id, "Lena", "New", colour="red")
+    with pytest.raises(LookupError, match="^debates:"):
+        coding.create_project(store, "x", "Lena", debate_ids=["nope"])
+
+
+def test_a_passage_is_stored_by_offsets_with_its_quote_and_maps_into_the_source_text(store, project):
+    project_id, lena, omar = project
+    code = coding.add_code(store, project_id, "Lena", "Price")
+    turn_id = store.turns("d1")[0].id
+    passage = coding.apply_code(store, project_id, lena, "d1", turn_id, code, 14, 19)
+    whole = coding.apply_code(store, project_id, omar, "d1", turn_id, code)
+    overlapping = coding.apply_code(store, project_id, omar, "d1", turn_id, code, 4, 19)
+    rows = {r["id"]: r for r in storage.coding_rows(store, project_id)}
+    assert rows[passage]["quote"] == "$1.05" and (rows[passage]["start"], rows[passage]["end"]) == (14, 19)
+    assert rows[whole]["quote"] == TEXTS[0] and rows[overlapping]["quote"] == "bat costs $1.05"
+    loaded = storage.load_project(store, project_id)
+    source = next(s for s in loaded.sources if s.debate_id == "d1")
+    for coded in loaded.codings:
+        start, end = to_source(source, coded)
+        assert source.text[start:end] == coded.quote  # the debate's plain text holds the passage where it says
+    for start, end, field in ((0, 0, "end"), (-1, 3, "start"), (5, 999, "end"), (1.5, 3, "start")):
+        with pytest.raises(ValueError, match=f"^{field}:"):
+            coding.apply_code(store, project_id, lena, "d1", turn_id, code, start, end)
+    with pytest.raises(LookupError, match="^turn:"):
+        coding.apply_code(store, project_id, lena, "d1", "no-such-turn", code)
+    assert len(storage.coding_rows(store, project_id)) == 3  # must not: a refused coding written
+
+
+def test_blind_coders_see_only_their_own_until_the_lead_reveals(store, project):
+    project_id, lena, omar = project
+    code = coding.add_code(store, project_id, "Lena", "Price")
+    turn_id = store.turns("d1")[0].id
+    coding.apply_code(store, project_id, lena, "d1", turn_id, code)
+    coding.apply_code(store, project_id, omar, "d1", turn_id, code, 0, 3)
+    model = coding.join(store, project_id, "scripted/coder", kind="model")
+    assert set(coding.visible_coders(store, project_id, omar)) == {omar, model}  # his own, and proposals
+    assert set(coding.visible_coders(store, project_id, lena)) == {lena, omar, model}  # the lead sees all
+    with pytest.raises(PermissionError):
+        coding.reveal(store, project_id, omar)
+    assert set(coding.visible_coders(store, project_id, omar)) == {omar, model}  # must not: revealed by Omar
+    coding.reveal(store, project_id, lena)
+    assert set(coding.visible_coders(store, project_id, omar)) == {lena, omar, model}
+    progress = {row["name"]: row for row in coding.progress(store, project_id)}
+    assert (progress["Omar"]["codings"], progress["Omar"]["debates_coded"], progress["Omar"]["debates"]) == (1, 1, 2)
+
+
+def test_deleting_touches_only_ones_own_work_and_can_be_undone(store, project):
+    project_id, lena, omar = project
+    code = coding.add_code(store, project_id, "Lena", "Price")
+    turn_id = store.turns("d1")[0].id
+    mine = coding.apply_code(store, project_id, lena, "d1", turn_id, code)
+    theirs = coding.apply_code(store, project_id, omar, "d1", turn_id, code)
+    memo = coding.add_memo(store, project_id, omar, "coding", theirs, "the price is the point")
+    with pytest.raises(PermissionError):
+        coding.delete_coding(store, project_id, theirs, lena)
+    with pytest.raises(PermissionError):
+        coding.delete_memo(store, project_id, memo, lena)
+    assert {r["id"] for r in storage.coding_rows(store, project_id)} == {mine, theirs}  # must not: Omar's gone
+    coding.delete_coding(store, project_id, mine, lena)
+    assert {r["id"] for r in storage.coding_rows(store, project_id)} == {theirs}
+    with pytest.raises(PermissionError):
+        coding.undo_delete(store, project_id, "coding", mine, omar)
+    coding.undo_delete(store, project_id, "coding", mine, lena)
+    assert {r["id"] for r in storage.coding_rows(store, project_id)} == {mine, theirs}
+    hidden = coding.delete_code(store, project_id, code, "Lena")
+    assert hidden == 2 and storage.load_project(store, project_id).codings == []
+    coding.undo_delete(store, project_id, "code", code, lena)
+    assert len(storage.load_project(store, project_id).codings) == 2
+    actions = [(h["actor"], h["action"], h["entity"]) for h in reversed(storage.history(store, project_id))]
+    assert actions[-5:] == [("Omar", "add", "memo"), ("Lena", "delete", "coding"), ("Lena", "undo", "coding"),
+                            ("Lena", "delete", "code"), ("Lena", "undo", "code")]
+
+
+def test_the_lead_settles_a_unit_into_gold_and_the_history_says_who(store, project):
+    project_id, lena, omar = project
+    price, agree = coding.add_code(store, project_id, "Lena", "Price"), coding.add_code(store, project_id, "Lena", "Agree")
+    turn_id = store.turns("d1")[2].id
+    coding.apply_code(store, project_id, lena, "d1", turn_id, agree)
+    coding.apply_code(store, project_id, omar, "d1", turn_id, price)
+    with pytest.raises(PermissionError):
+        coding.settle(store, project_id, omar, "d1", turn_id, [price])
+    coding.settle(store, project_id, lena, "d1", turn_id, [price])
+    coding.settle(store, project_id, lena, "d1", turn_id, [agree])  # changed her mind: gold is exactly [agree]
+    gold = coding.gold_coder(store, project_id)
+    assert [r["code_id"] for r in storage.coding_rows(store, project_id, coder_ids=[gold])] == [agree]
+    settled = [h for h in storage.history(store, project_id) if h["action"] == "settle"]
+    assert settled[0]["actor"] == "Lena" and settled[0]["after"] == {"codes": [agree], "decided_by": "Lena"}
+
+
+def test_memos_attach_to_each_kind_of_target_and_refuse_unknown_ones(store, project):
+    project_id, lena, _ = project
+    code = coding.add_code(store, project_id, "Lena", "Price")
+    turn_id = store.turns("d2")[1].id
+    coded = coding.apply_code(store, project_id, lena, "d2", turn_id, code)
+    for target, target_id in (("project", project_id), ("code", code), ("debate", "d2"), ("turn", turn_id),
+                              ("coding", coded)):
+        coding.add_memo(store, project_id, lena, target, target_id, f"on the {target} <b>not html</b>")
+    assert [(m.target, m.text) for m in storage.load_project(store, project_id).memos][-1] == (
+        "coding", "on the coding <b>not html</b>")
+    for target, target_id, field in (("debate", "d9", "target_id"), ("turn", "nope", "target_id"),
+                                     ("planet", "x", "target"), ("code", "nope", "target_id")):
+        with pytest.raises((ValueError, LookupError), match=f"^{field}:"):
+            coding.add_memo(store, project_id, lena, target, target_id, "text")
+    with pytest.raises(ValueError, match="^text:"):
+        coding.add_memo(store, project_id, lena, "project", project_id, "   ")
+
+
+def test_the_archives_tags_and_annotations_become_a_project_losing_nothing(tmp_path):
+    """m015 on a database annotated before coding projects existed: every tag a top-level code in
+    its colour, every annotation a whole-turn coding by its annotator, every note a memo."""
+    path = tmp_path / "old.db"
+    with Store(path) as old:
+        debate(old, "d1", texts=TEXTS)
+        first, second = (t.id for t in old.turns("d1")[:2])
+        codebook.add_tag(old, "price talk", "red")
+        codebook.annotate(old, "d1", first, "price talk", note="see $1.05", annotator="Ana")
+        codebook.annotate(old, "d1", second, "flip", annotator="")
+        codebook.annotate(old, "d1", second, "error", note="wrong unit", annotator="Ana")
+    db = Database(path)  # as before the coding projects: their tables and steps gone
+    for table in ("coding_history", "memos", "codings", "coders", "codes", "coding_project_debates", "coding_projects"):
+        db[table].drop()
+    db.execute("DELETE FROM _migrations WHERE name IN ('m014_coding_projects', 'm015_annotations_to_codes')")
+    db.conn.commit()
+    db.close()
+    with Store(path) as reopened:
+        (row,) = storage.projects(reopened)
+        assert row["name"] == storage.ARCHIVE_PROJECT and row["debates"] == 1
+        project = storage.load_project(reopened, row["id"])
+        tags = {t["name"]: t["colour"] for t in codebook.tags(reopened)}
+        assert {c.name: c.colour for c in project.codes} == {n: storage.PALETTE_HEX[c] for n, c in tags.items()}
+        assert all(c.parent is None for c in project.codes)
+        names = {c.id: c.name for c in project.coders}
+        codes = {c.id: c.name for c in project.codes}
+        got = sorted((names[c.coder_id], codes[c.code_id], c.turn_id, c.start, c.end, c.quote) for c in project.codings)
+        assert got == sorted([("Ana", "price talk", first, 0, len(TEXTS[0]), TEXTS[0]),
+                              ("(no name)", "flip", second, 0, len(TEXTS[1]), TEXTS[1]),
+                              ("Ana", "error", second, 0, len(TEXTS[1]), TEXTS[1])])
+        assert sorted(m.text for m in project.memos) == ["see $1.05", "wrong unit"]
+        assert len(reopened.annotations("d1")) == 3  # the annotations stay where they were
+
+
+def test_a_new_archive_gets_no_project_from_its_starting_tags(tmp_path):
+    with Store(tmp_path / "new.db") as fresh:
+        assert storage.projects(fresh) == []
+
+
+def test_agreement_of_a_stored_project_and_its_disagreements_with_gold(store, project):
+    """Two coders over d1's three turns (d2, coded by Lena only, is left out): Price agreed on turn 1
+    and absent on both elsewhere, Agreement applied by Lena alone on turn 3. By hand: Price 3/3 agree,
+    Agreement 2/3; Cohen's kappa of Agreement = (2/3 - 2/3) / (1 - 2/3) = 0."""
+    import csv
+    import io
+
+    from mad_core.qda import reports
+
+    project_id, lena, omar = project
+    price, agree = coding.add_code(store, project_id, "Lena", "=Price"), coding.add_code(store, project_id, "Lena", "Agree")
+    t1, _, t3 = (t.id for t in store.turns("d1"))
+    coding.apply_code(store, project_id, lena, "d1", t1, price, 14, 19)
+    coding.apply_code(store, project_id, omar, "d1", t1, price)
+    coding.apply_code(store, project_id, lena, "d1", t3, agree)
+    coding.apply_code(store, project_id, lena, "d2", store.turns("d2")[0].id, price)
+    rows = reports.agreement_rows(store, project_id, [lena, omar])
+    by_code = {row.code: row.agreement for row in rows}
+    assert by_code["=Price"].n_units == 3 and by_code["=Price"].percent_agreement.value == 1.0
+    assert by_code["Agree"].percent_agreement.value == pytest.approx(2 / 3)
+    assert by_code["Agree"].cohen_kappa.value == pytest.approx(0.0)
+    records = reports.agreement_records(store, project_id, rows)
+    parsed = list(csv.DictReader(io.StringIO(reports.agreement_csv(records))))
+    assert [r["code"] for r in parsed] == ["'=Price", "Agree", "overall"]  # must not: a formula in the CSV
+    assert parsed[0]["coders"] == "Lena; Omar" and float(parsed[1]["percent_agreement"]) == pytest.approx(2 / 3)
+    differ = reports.disagreements(store, project_id, [lena, omar])
+    assert [(d["turn_id"], d["codes"], d["gold"]) for d in differ] == [(t3, {"Lena": ["Agree"], "Omar": []}, None)]
+    assert differ[0]["text"] == TEXTS[2] and differ[0]["header"] == "Agent 1 · round 2 · discussion"
+    coding.settle(store, project_id, lena, "d1", t3, [])  # the lead: nothing applies here
+    coding.settle(store, project_id, lena, "d1", t1, [price])
+    assert reports.disagreements(store, project_id, [lena, omar])[0]["gold"] is None  # an empty gold is no coding
+    gold = coding.gold_coder(store, project_id)
+    versus = {row.code: row.agreement for row in reports.agreement_rows(store, project_id, [omar, gold])}
+    assert versus["=Price"].percent_agreement.value == 1.0 and versus["Agree"].percent_agreement.value == 1.0
