@@ -104,19 +104,28 @@ def add_debates(store: Store, project_id: str, debate_ids: list[str], actor: str
     return added
 
 
-def join(store: Store, project_id: str, name: str, kind: str = "person") -> str:
-    """The id of the project's coder called `name` (any case), added when new."""
+def join(store: Store, project_id: str, name: str, kind: str = "person", *, session: str | None = None) -> str:
+    """The id of the project's coder called `name` (any case), added when new. `session`: the browser
+    session that speaks for this coder (the app passes its session token): a name another session
+    holds is refused (ValueError naming "coder"), so nobody codes, or deletes, under another's name."""
     name = _name(name, "coder")
     if kind not in storage.CODER_KINDS:
         raise ValueError(f"kind: {kind!r} is not one of {', '.join(storage.CODER_KINDS)}")
     _project(store, project_id)
     with store.transaction() as db:
-        rows = store.query("SELECT id FROM coders WHERE project_id = ? AND name = ? COLLATE NOCASE", [project_id, name])
+        rows = store.query("SELECT id, session FROM coders WHERE project_id = ? AND name = ? COLLATE NOCASE",
+                           [project_id, name])
         if rows:
-            return rows[0]["id"]
+            held = rows[0]["session"]
+            if session is not None and held is not None and held != session:
+                raise ValueError(f"coder: {name!r} is another coder's name in this project (another browser "
+                                 "holds it); pick another name")
+            if session is not None and held is None:
+                db.execute("UPDATE coders SET session = ? WHERE id = ?", [session, rows[0]["id"]])
+            return str(rows[0]["id"])
         coder_id = new_id()
         db.table("coders").insert({"id": coder_id, "project_id": project_id, "name": name, "kind": kind,
-                             "created_at": time.time()})
+                                   "session": session, "created_at": time.time()})
         storage.record_history(db, project_id, name, "join", "coder", coder_id, None, {"name": name, "kind": kind})
     return coder_id
 

@@ -55,7 +55,8 @@ def m014_coding_projects(db: Database) -> None:
                         "position": int, "created_at": float, "deleted_at": float},
                        pk="id", not_null={"project_id", "name"})
     db.table("codes").create_index(["project_id"])
-    db.table("coders").create({"id": str, "project_id": str, "name": str, "kind": str, "created_at": float},
+    db.table("coders").create({"id": str, "project_id": str, "name": str, "kind": str, "session": str,
+                               "created_at": float},
                         pk="id", not_null={"project_id", "name"})
     db.execute("CREATE UNIQUE INDEX coders_by_name ON coders (project_id, name COLLATE NOCASE)")
     db.table("codings").create({"id": str, "project_id": str, "debate_id": str, "turn_id": str, "start": int, "end": int,

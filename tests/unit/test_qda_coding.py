@@ -233,3 +233,65 @@ def test_agreement_of_a_stored_project_and_its_disagreements_with_gold(store, pr
     gold = coding.gold_coder(store, project_id)
     versus = {row.code: row.agreement for row in reports.agreement_rows(store, project_id, [omar, gold])}
     assert versus["=Price"].percent_agreement.value == 1.0 and versus["Agree"].percent_agreement.value == 1.0
+
+
+def test_a_coders_name_belongs_to_the_browser_that_took_it(store):
+    project_id = coding.create_project(store, "Names", "Lena", debate_ids=["d1"])
+    omar = coding.join(store, project_id, "Omar", session="browser-a")
+    assert coding.join(store, project_id, "omar", session="browser-a") == omar  # a reload: the same coder
+    with pytest.raises(ValueError, match="^coder:"):
+        coding.join(store, project_id, "Omar", session="browser-b")  # must not: coding as Omar elsewhere
+    lena = coding.join(store, project_id, "Lena", session="browser-c")  # the lead's name, not yet held
+    with pytest.raises(ValueError, match="^coder:"):
+        coding.join(store, project_id, "LENA", session="browser-b")
+    assert len(storage.coder_rows(store, project_id)) == 2 and lena != omar
+
+
+def test_a_project_exported_as_qdpx_comes_back_onto_the_same_debates_and_a_qdc_adds_codes(store, project):
+    """Export, then import into a second project of the same debates: the same codes (hierarchy,
+    colours, descriptions), coders, passages and memos; importing again adds nothing. A QDC from
+    another tool adds only the codes the project lacks (matched by name); a hostile file writes nothing."""
+    import xmlschema
+
+    from mad_core.qda import exchange, refi
+
+    project_id, lena, omar = project
+    parent = coding.add_code(store, project_id, "Lena", "Reasoning", definition="any argument", colour="#112233")
+    child = coding.add_code(store, project_id, "Lena", "Arithmetic", parent=parent, exclude="units")
+    t1 = store.turns("d1")[0].id
+    passage = coding.apply_code(store, project_id, lena, "d1", t1, child, 14, 19)
+    coding.apply_code(store, project_id, omar, "d1", t1, parent)
+    coding.add_memo(store, project_id, omar, "coding", passage, "a price, not a unit")
+    data = exchange.export_qdpx(store, project_id)
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        xmlschema.XMLSchema(str(refi.SCHEMA_PATH)).validate(archive.read("project.qde"))
+    second = coding.create_project(store, "Second", "Lena", debate_ids=["d1", "d2"])
+    counts = exchange.import_project(store, second, "Lena", data)
+    assert counts == {"codes": 2, "coders": 1, "codings": 2, "memos": 1}  # Lena leads both: matched by name
+    before = storage.load_project(store, project_id)
+    after = storage.load_project(store, second)
+    assert [(c.name, c.colour, c.definition, c.exclude) for c in after.codes] == [
+        (c.name, c.colour, c.definition, c.exclude) for c in before.codes]
+    names = {c.id: c.name for c in after.coders}
+    assert sorted((names[c.coder_id], c.turn_id, c.start, c.end, c.quote) for c in after.codings) == sorted(
+        [("Lena", t1, 14, 19, "$1.05"), ("Omar", t1, 0, len(TEXTS[0]), TEXTS[0])])
+    assert [m.text for m in after.memos] == ["a price, not a unit"]
+    assert exchange.import_project(store, second, "Lena", data) == {"codes": 0, "coders": 0, "codings": 0, "memos": 0}
+    qdc = (b'<?xml version="1.0" encoding="utf-8"?><CodeBook xmlns="urn:QDA-XML:codebook:1.0" origin="Other tool">'
+           b'<Codes><Code guid="A1B2C3D4-0000-4000-8000-000000000001" name="reasoning" isCodable="true"/>'
+           b'<Code guid="A1B2C3D4-0000-4000-8000-000000000002" name="Hedging" isCodable="true" color="#00FF00">'
+           b'<Description>Softens a claim.</Description></Code></Codes></CodeBook>')
+    assert exchange.import_codebook(store, project_id, "Lena", qdc) == 1
+    assert [c["name"] for c in storage.code_rows(store, project_id)][-1] == "Hedging"
+    bomb = (b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+            b'<CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes><Code guid="A1B2C3D4-0000-4000-8000-000000000003" '
+            b'name="&b;" isCodable="true"/></Codes></CodeBook>')
+    rows_before = len(storage.history(store, project_id))
+    with pytest.raises(exchange.QdaImportError):
+        exchange.import_codebook(store, project_id, "Lena", bomb)
+    assert len(storage.history(store, project_id)) == rows_before  # must not: anything written
+    assert "Hedging" in [c["name"] for c in storage.code_rows(store, project_id)] and len(
+        storage.code_rows(store, project_id)) == 3
