@@ -28,7 +28,8 @@ import re
 from typing import Any
 
 DEBATE, EXPERIMENT, CSV = "A debate's metrics", "Experiment results", "Columns of the per-debate CSV"
-GROUPS = (DEBATE, EXPERIMENT, CSV)
+CODING = "Coders' agreement (coding projects)"
+GROUPS = (DEBATE, EXPERIMENT, CSV, CODING)
 Entry = dict[str, Any]
 
 
@@ -331,6 +332,49 @@ ENTRIES: tuple[Entry, ...] = (
     _entry(CSV, "applied at (ts)", ("ts", "applied", "applied at"),
            "When the engine carried a steering action out, at the next boundary between steps, so it is never "
            "before it was requested.", ""),
+    _entry(CODING, "unit", ("unit kind",),
+           "What one decision of a coder is about: a whole turn (did the coder apply this code anywhere in the "
+           "turn) or one character of a turn's text (does one of the coder's passages with this code cover it).",
+           "", "Krippendorff 2004, unitizing; the choice is shown with every table"),
+    _entry(CODING, "n units", ("n_units", "units"),
+           "How many units the figures are computed over: the turns (or characters) of the debates that every "
+           "compared coder has coded.",
+           "", ""),
+    _entry(CODING, "percent agreement", ("percent_agreement",),
+           "The share of units on which every compared coder made the same decision, without any correction for "
+           "agreement by chance.",
+           "units where all coders agree / units rated by two or more coders", ""),
+    _entry(CODING, "Cohen's kappa", ("cohen_kappa", "cohen_kappa_low", "cohen_kappa_high"),
+           "How much two coders agree beyond what chance would give: 1 is perfect, 0 is chance level, below 0 "
+           "is worse than chance.",
+           "κ = (observed agreement − chance agreement) / (1 − chance agreement), chance from each coder's own "
+           "rates; interval from its asymptotic standard error",
+           "Cohen 1960; computed by scikit-learn, interval by statsmodels"),
+    _entry(CODING, "Fleiss' kappa", ("fleiss_kappa", "fleiss_kappa_low", "fleiss_kappa_high"),
+           "Agreement beyond chance for two or more coders, with chance taken from how often the codes are used "
+           "overall.",
+           "κ = (mean pairwise agreement − Σ pooled category share²) / (1 − Σ pooled category share²)",
+           "Fleiss 1971; computed by statsmodels, with missing ratings and its interval by irrCAC (Gwet 2014)"),
+    _entry(CODING, "Krippendorff's alpha", ("krippendorff_alpha", "krippendorff_alpha_low", "krippendorff_alpha_high",
+                                            "alpha"),
+           "Agreement beyond chance for any number of coders that tolerates missing ratings; researchers often "
+           "ask for at least 0.8, or 0.667 for tentative conclusions.",
+           "α = 1 − observed disagreement / disagreement expected by chance (nominal)",
+           "Krippendorff 2011; computed by the krippendorff package, interval by irrCAC"),
+    _entry(CODING, "Gwet's AC1", ("gwet_ac1", "gwet_ac1_low", "gwet_ac1_high", "AC1"),
+           "Agreement beyond chance that stays stable when one code is much more common than the other, where "
+           "the kappas can drop sharply even though coders mostly agree.",
+           "AC1 = (observed agreement − chance agreement) / (1 − chance agreement), chance from how far the "
+           "categories are from equally used",
+           "Gwet 2008 and 2014; computed by irrCAC"),
+    _entry(CODING, "overall", ("overall row",),
+           "The same figures with every unit and code decision of the table pooled together, so that one number "
+           "sums up the whole codebook.",
+           "items = units × codes, each a present or absent decision", ""),
+    _entry(CODING, "gold", ("gold coding", "adjudicated coding"),
+           "The coding the project's lead settled where coders differed; each coder's agreement with it says "
+           "how close they came to the final reading.",
+           "", ""),
 )
 
 _SEP = re.compile(r"[\s_\-]+")

@@ -241,20 +241,29 @@ def source(store: Store, debate_id: str) -> Source | None:
 
 def load_project(store: Store, project_id: str, *, coder_ids: list[str] | None = None) -> Project:
     """A stored project as plain data (only the codings of `coder_ids`, when given; nothing deleted,
-    nor the codings of a deleted code). A model's proposals are its codings, whatever a person
+    nor the codings of a deleted code or of a debate no longer in the archive, nor memos on what is
+    left out). A model's proposals are its codings, whatever a person
     made of them (accepting one copies it to that person)."""
     row = project_row(store, project_id)
     if row is None:
         raise LookupError(f"no coding project with id {project_id!r}")
     code_list = code_rows(store, project_id)
-    codes = [Code(r["id"], r["name"], r["parent_id"], r["colour"] or "#4C78A8", r["definition"] or "",
-                  r["include_notes"] or "", r["exclude_notes"] or "", r["example"] or "") for r in code_list]
-    live = {code.id for code in codes}
+    live = {r["id"] for r in code_list}
+    codes = [Code(r["id"], r["name"], r["parent_id"] if r["parent_id"] in live else None, r["colour"] or "#4C78A8",
+                  r["definition"] or "", r["include_notes"] or "", r["exclude_notes"] or "", r["example"] or "")
+             for r in code_list]
     coders = [Coder(r["id"], r["name"]) for r in coder_rows(store, project_id)]
     sources = [s for s in (source(store, d) for d in debate_ids(store, project_id)) if s is not None]
+    turns = {(s.debate_id, span.turn_id) for s in sources for span in s.spans}
+    # Only what still stands: a coding of a deleted code, or of a debate deleted from the archive since,
+    # is left out (it stays in the database, and comes back with an undone code).
     codings = [Coding(r["id"], r["debate_id"], r["turn_id"], r["start"], r["end"], r["quote"] or "", r["code_id"],
                       r["coder_id"], r["created_at"] or 0.0)
-               for r in coding_rows(store, project_id, coder_ids=coder_ids) if r["code_id"] in live]
+               for r in coding_rows(store, project_id, coder_ids=coder_ids)
+               if r["code_id"] in live and (r["debate_id"], r["turn_id"]) in turns]
+    targets = {"project": {project_id}, "code": live, "debate": {s.debate_id for s in sources},
+               "turn": {turn for _, turn in turns}, "coding": {c.id for c in codings}}
     memos = [Memo(r["id"], r["target"], r["target_id"], r["coder_id"], r["title"] or "", r["text"] or "",
-                  r["created_at"] or 0.0) for r in memo_rows(store, project_id)]
+                  r["created_at"] or 0.0) for r in memo_rows(store, project_id)
+             if r["target_id"] in targets.get(r["target"], set())]
     return Project(row["id"], row["name"], codes, coders, sources, codings, memos, row["created_at"] or 0.0)

@@ -295,3 +295,23 @@ def test_a_project_exported_as_qdpx_comes_back_onto_the_same_debates_and_a_qdc_a
     assert len(storage.history(store, project_id)) == rows_before  # must not: anything written
     assert "Hedging" in [c["name"] for c in storage.code_rows(store, project_id)] and len(
         storage.code_rows(store, project_id)) == 3
+
+
+def test_a_debate_deleted_from_the_archive_leaves_a_project_that_still_exports(store, project):
+    from mad_core.qda import exchange
+
+    project_id, lena, omar = project
+    parent = coding.add_code(store, project_id, "Lena", "Reasoning")
+    child = coding.add_code(store, project_id, "Lena", "Arithmetic", parent=parent)
+    kept = coding.apply_code(store, project_id, lena, "d1", store.turns("d1")[0].id, child)
+    gone = coding.apply_code(store, project_id, omar, "d2", store.turns("d2")[0].id, child)
+    coding.add_memo(store, project_id, omar, "coding", gone, "on a debate about to go")
+    coding.delete_code(store, project_id, child, "Lena")
+    coding.delete_code(store, project_id, parent, "Lena")
+    coding.undo_delete(store, project_id, "code", child, lena)  # the child back, its parent still deleted
+    store.delete_debate("d2")
+    loaded = storage.load_project(store, project_id)
+    assert [c.id for c in loaded.codings] == [kept] and loaded.memos == []
+    assert [(c.name, c.parent) for c in loaded.codes] == [("Arithmetic", None)]
+    assert exchange.export_qdpx(store, project_id)  # must not: an export refused for what is gone
+    assert {r["id"] for r in storage.coding_rows(store, project_id)} == {kept, gone}  # nothing removed
