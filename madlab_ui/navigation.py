@@ -34,6 +34,7 @@ PAGES = [
     ("pages/2_Compare.py", "Compare", "🆚", "Compare"),
     ("pages/3_Models.py", "Models", "🤖", "Models"),
     ("pages/4_Experiments.py", "Experiments", "🧪", "Experiments"),
+    ("pages/8_Coding.py", "Coding", "🏷️", "Coding"),
     ("pages/5_Presenter.py", "Presenter", "📽️", "Presenter"),
     ("pages/6_Poll.py", "Poll", "🗳️", "Poll"),
     ("pages/7_Glossary.py", "Glossary", "📖", "Glossary"),

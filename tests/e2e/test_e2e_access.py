@@ -41,7 +41,7 @@ HOST_IP, PHONE_IP = "10.213.7.1", "10.213.7.2"
 SCRIPTS = {"lan": debate_script([reply("na", 400), reply("nb", 400), reply("nc", 400)], 3, token_delay=0.3)}
 STEERING = ("pause", "resume", "stop", "force_decision", "say_all_text", "say_all_send", "say_one_agent",
             "say_one_text", "say_one_send", "presenter_pause", "resume_debate", "start")
-TEACHER_PAGES = ("Transcripts", "Compare", "Models", "Experiments")
+TEACHER_PAGES = ("Transcripts", "Compare", "Models", "Experiments", "Coding")
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:
