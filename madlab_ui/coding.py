@@ -258,7 +258,8 @@ def _create() -> None:
         _say("error", "coder: give your coder name first (you lead the project you create)")
         return
     made = _guarded(lambda: coding.create_project(open_store(), name, lead, blind=bool(st.session_state.get(
-        "coding_new_blind", True)), debate_ids=list(st.session_state.get("coding_new_debates") or [])),
+        "coding_new_blind", True)), debate_ids=list(st.session_state.get("coding_new_debates") or []),
+        session=owner_id()),
         lambda _: f"Created the project {' '.join(name.split())!r}, led by {lead!r}.")
     if made:
         st.session_state[CODING_OPEN] = made
@@ -497,6 +498,12 @@ def _add_memo(ctx: Ctx, debate_id: str) -> None:
         st.session_state["coding_memo_title"] = ""
 
 
+def _edit_memo(ctx: Ctx, memo_id: str, edited: str) -> None:
+    text = st.session_state.get(edited) or ""
+    _guarded(lambda: coding.edit_memo(open_store(), ctx.project_id, memo_id, ctx.coder_id, text),
+             lambda _: "Saved the memo.")
+
+
 def render_memos(store: Store, ctx: Ctx, debate_id: str, turns: list[dict[str, Any]], rows: list[dict[str, Any]],
                  facts: dict[str, Any]) -> None:
     """The memos on this debate, its turns and its visible codings; a new memo on one of them."""
@@ -517,6 +524,11 @@ def render_memos(store: Store, ctx: Ctx, debate_id: str, turns: list[dict[str, A
                           f" · on {md_escape(about)}  \n" + plain_markdown(memo["text"]))
             if memo["coder_id"] == ctx.coder_id:
                 delete_control(ctx, "memo", memo["id"], f"memo {short(memo['title'] or memo['text'], 40)!r}", right)
+                with left.popover("Edit", key=f"coding_memo_edit_{id8(memo['id'])}"):
+                    edited = f"coding_memo_text_{id8(memo['id'])}"
+                    st.text_area("Memo", value=memo["text"], key=edited, height=100)
+                    st.button("Save", key=f"coding_memo_save_{id8(memo['id'])}", on_click=_edit_memo,
+                              args=(ctx, memo["id"], edited))
     target = st.radio("New memo on", ["debate", "turn", "coding"], key="coding_memo_target", horizontal=True)
     if target != "debate":
         options = turn_labels if target == "turn" else coding_labels
@@ -729,12 +741,14 @@ def _review(ctx: Ctx, proposal_id: str, accept: bool) -> None:
 
 
 def render_proposals(store: Store, ctx: Ctx, paths: dict[str, str]) -> None:
-    """A model's proposals nobody has reviewed yet, each with Accept / Reject."""
+    """A model's proposals this coder has not reviewed yet, each with Accept / Reject (another
+    person's review is theirs: it takes nothing off this list)."""
     models = {c["id"]: c["name"] for c in storage.coder_rows(store, ctx.project_id) if c["kind"] == "model"}
     if not models:
         return
+    done = storage.reviews(store, ctx.project_id, ctx.coder_id)
     rows = [r for r in storage.coding_rows(store, ctx.project_id, coder_ids=list(models))
-            if not r["review"] and r["code_id"] in paths]
+            if r["id"] not in done and r["code_id"] in paths]
     st.markdown(f"**Proposals to review** ({len(rows)})")
     for row in rows[:MAX_ROWS]:
         with st.container(border=True, key=f"coding_proposal_{id8(row['id'])}"):

@@ -69,8 +69,9 @@ def _coder(store: Store, project_id: str, coder_id: str, field: str = "coder") -
 
 # ----- projects and coders -------------------------------------------------------------------------------
 def create_project(store: Store, name: str, lead: str, *, blind: bool = True,
-                   debate_ids: Sequence[str] = ()) -> str:
-    """A new project led by `lead` (who joins it as its first coder); returns its id."""
+                   debate_ids: Sequence[str] = (), session: str | None = None) -> str:
+    """A new project led by `lead` (who joins it as its first coder, held by `session`: the creating
+    browser, see `join`); returns its id."""
     name, lead = _name(name, "name"), _name(lead, "lead")
     missing = [d for d in debate_ids if store.get_debate(d) is None]
     if missing:
@@ -78,9 +79,9 @@ def create_project(store: Store, name: str, lead: str, *, blind: bool = True,
     project_id, now = new_id(), time.time()
     with store.transaction() as db:
         db.table("coding_projects").insert({"id": project_id, "name": name, "lead": lead, "blind": int(blind),
-                                      "revealed_at": None, "created_at": now})
+                                            "revealed_at": None, "created_at": now})
         db.table("coders").insert({"id": new_id(), "project_id": project_id, "name": lead, "kind": "person",
-                             "created_at": now})
+                                   "session": session, "created_at": now})
         for debate_id in dict.fromkeys(debate_ids):
             db.table("coding_project_debates").insert({"project_id": project_id, "debate_id": debate_id, "added_at": now})
         storage.record_history(db, project_id, lead, "create", "project", project_id, None,
@@ -369,6 +370,21 @@ def _memo_target(store: Store, project_id: str, target: str, target_id: str) -> 
             raise LookupError(f"target_id: turn {target_id!r} is not in this project's debates")
     elif not store.query("SELECT 1 FROM codings WHERE id = ? AND project_id = ?", [target_id, project_id]):
         raise LookupError(f"target_id: coding {target_id!r} is not in this project")
+
+
+def edit_memo(store: Store, project_id: str, memo_id: str, coder_id: str, text: str, title: str | None = None) -> None:
+    """Change one of `coder_id`'s own memos (the history keeps what it said before)."""
+    row = _own(store, project_id, "memos", memo_id, coder_id, "memo")
+    body = _text(text, "text")
+    if not body.strip():
+        raise ValueError("text: a memo needs some text")
+    values = {"text": body, "updated_at": time.time()}
+    if title is not None:
+        values["title"] = _text(title, "title")[:MAX_NAME_CHARS]
+    with store.transaction() as db:
+        db.table("memos").update(memo_id, values)
+        storage.record_history(db, project_id, _coder(store, project_id, coder_id)["name"], "edit", "memo", memo_id,
+                               row, {**row, **values})
 
 
 def delete_memo(store: Store, project_id: str, memo_id: str, coder_id: str) -> None:

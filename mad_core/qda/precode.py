@@ -9,8 +9,9 @@ again (an interrupted pre-coding continues); a call that fails, and a reply that
 of the codebook, are recorded in the result with their cause and in the history, never raised.
 
 A person accepts a proposal (`accept`: the same passage and code become their own coding, linked
-to the proposal by `proposal_id`) or rejects it (`reject`); either is noted on the proposal (who,
-when) and in the history. The proposal itself stays the model's coding either way.
+to the proposal by `proposal_id`) or rejects it (`reject`); each person's review is their own (a row
+of `proposal_reviews`: who, what, when; `storage.reviews`), also in the history, so one person's
+review decides nothing for another. The proposal itself stays the model's coding either way.
 
 What it must not do: import streamlit, write outside `Store.transaction`, raise on model text.
 """
@@ -147,25 +148,41 @@ def _proposal(store: Store, project_id: str, proposal_id: str) -> dict[str, Any]
 
 
 def accept(store: Store, project_id: str, proposal_id: str, coder_id: str) -> str:
-    """`coder_id` takes a model's proposal as their own coding; returns that coding's id."""
+    """`coder_id` takes a model's proposal as their own coding; returns that coding's id (the one
+    made earlier when they had accepted it already)."""
     proposal = _proposal(store, project_id, proposal_id)
+    earlier = _reviewed(store, proposal_id, coder_id)
+    if earlier is not None and earlier["review"] == "accepted":
+        return str(earlier["coding_id"])
     with store.transaction() as db:
         made = coding.apply_code(store, project_id, coder_id, proposal["debate_id"], proposal["turn_id"],
                                  proposal["code_id"], proposal["start"], proposal["end"], proposal_id=proposal_id)
-        _review(db, store, project_id, proposal_id, coder_id, "accepted")
+        _review(db, store, project_id, proposal_id, coder_id, "accepted", made)
     return made
 
 
 def reject(store: Store, project_id: str, proposal_id: str, coder_id: str) -> None:
-    """`coder_id` rejects a model's proposal (it stays the model's coding, marked rejected)."""
+    """`coder_id` rejects a model's proposal (it stays the model's coding; a coding they had made by
+    accepting it earlier is marked deleted, undoable like any)."""
     _proposal(store, project_id, proposal_id)
+    earlier = _reviewed(store, proposal_id, coder_id)
     with store.transaction() as db:
-        _review(db, store, project_id, proposal_id, coder_id, "rejected")
+        if earlier is not None and earlier["coding_id"]:
+            coding.delete_coding(store, project_id, earlier["coding_id"], coder_id)
+        _review(db, store, project_id, proposal_id, coder_id, "rejected", None)
 
 
-def _review(db: Any, store: Store, project_id: str, proposal_id: str, coder_id: str, review: str) -> None:
+def _reviewed(store: Store, proposal_id: str, coder_id: str) -> dict[str, Any] | None:
+    rows = store.query("SELECT * FROM proposal_reviews WHERE proposal_id = ? AND coder_id = ?", [proposal_id, coder_id])
+    return rows[0] if rows else None
+
+
+def _review(db: Any, store: Store, project_id: str, proposal_id: str, coder_id: str, review: str,
+            made: str | None) -> None:
+    """One person's review of a proposal (m016: theirs alone), and the history entry."""
     name = coding.coder_name(store, project_id, coder_id)
-    db.execute("UPDATE codings SET review = ?, reviewed_by = ?, reviewed_at = ? WHERE id = ?",
-               [review, name, time.time(), proposal_id])
+    db.table("proposal_reviews").upsert({"proposal_id": proposal_id, "coder_id": coder_id, "project_id": project_id,
+                                         "review": review, "coding_id": made, "at": time.time()},
+                                        pk=("proposal_id", "coder_id"))
     storage.record_history(db, project_id, name, review[:-2] if review.endswith("ed") else review, "proposal",
-                           proposal_id, None, {"review": review})
+                           proposal_id, None, {"review": review, "coding": made})

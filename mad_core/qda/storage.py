@@ -7,7 +7,8 @@ the adjudicated "gold" coding), their codings (`codings`: one code on `turn text
 with the quoted text) and memos (`memos`: on the project, a code, a debate, a turn or a coding).
 Deleting is a mark (`deleted_at`), never a row removed, so every deletion can be undone; every
 change is also written to `coding_history` (who, what, before and after) for the lead to read
-(`mad_core/qda/coding.py` makes the changes). `load_project` gives a project as
+(`mad_core/qda/coding.py` makes the changes). Each person's review of a model's proposal is a row
+of `proposal_reviews` (m016). `load_project` gives a project as
 `mad_core.qda.model.Project` (what agreement and REFI-QDA exchange work on).
 
 m015 carries the archive's annotations over, losing nothing: the codebook's tags become the
@@ -61,7 +62,7 @@ def m014_coding_projects(db: Database) -> None:
     db.execute("CREATE UNIQUE INDEX coders_by_name ON coders (project_id, name COLLATE NOCASE)")
     db.table("codings").create({"id": str, "project_id": str, "debate_id": str, "turn_id": str, "start": int, "end": int,
                           "quote": str, "code_id": str, "coder_id": str, "created_at": float, "deleted_at": float,
-                          "proposal_id": str, "review": str, "reviewed_by": str, "reviewed_at": float},
+                          "proposal_id": str},
                          pk="id", not_null={"project_id", "debate_id", "turn_id", "code_id", "coder_id"})
     db.table("codings").create_index(["project_id", "debate_id"])
     db.table("memos").create({"id": str, "project_id": str, "target": str, "target_id": str, "coder_id": str,
@@ -98,6 +99,15 @@ def m015_annotations_to_codes(db: Database) -> None:
         _carry_annotation(db, project_id, row, codes, coders, now)
     _history(db, project_id, None, "migrate", "project", project_id, None,
              {"codes": len(codes), "codings": len(annotations), "coders": len(coders)})
+
+
+@MIGRATIONS()
+def m016_proposal_reviews(db: Database) -> None:
+    """Each person's review of a model's proposal (qda/precode.py): accepted or rejected, by whom, when;
+    one row per proposal and person, so one person's review does not decide for the others."""
+    db.table("proposal_reviews").create({"proposal_id": str, "coder_id": str, "project_id": str, "review": str,
+                                         "coding_id": str, "at": float}, pk=("proposal_id", "coder_id"))
+    db.table("proposal_reviews").create_index(["project_id"])
 
 
 def _carry_annotation(db: Database, project_id: str, row: dict[str, Any], codes: dict[str, str],
@@ -157,7 +167,7 @@ def project_row(store: Store, project_id: str) -> dict[str, Any] | None:
 
 def debate_ids(store: Store, project_id: str) -> list[str]:
     return [row["debate_id"] for row in store.query(
-        "SELECT debate_id FROM coding_project_debates WHERE project_id = ? ORDER BY added_at, debate_id",
+        "SELECT debate_id FROM coding_project_debates WHERE project_id = ? ORDER BY added_at, rowid",
         [project_id])]
 
 
@@ -205,6 +215,12 @@ def coding_rows(store: Store, project_id: str, *, debate_id: str | None = None, 
 def memo_rows(store: Store, project_id: str, *, deleted: bool = False) -> list[dict[str, Any]]:
     return store.query("SELECT * FROM memos WHERE project_id = ? AND (deleted_at IS NULL OR ?) ORDER BY created_at",
                        [project_id, int(deleted)])
+
+
+def reviews(store: Store, project_id: str, coder_id: str) -> dict[str, str]:
+    """proposal id -> "accepted" / "rejected" for the proposals `coder_id` has reviewed."""
+    return {r["proposal_id"]: r["review"] for r in store.query(
+        "SELECT proposal_id, review FROM proposal_reviews WHERE project_id = ? AND coder_id = ?", [project_id, coder_id])}
 
 
 def history(store: Store, project_id: str, limit: int = 500) -> list[dict[str, Any]]:

@@ -298,6 +298,13 @@ def test_a_memo_on_the_debate_is_stored_and_shown_literally(coded):
     shown = texts(at.get_by_key("coding_memos"))
     assert r"\<b\>note\</b\>" in shown and r"\$1\.05 and \$2" in shown
     assert f"coding_delete_memo_{memo['id'][:8]}" in keys(at)
+    at.text_area(key=f"coding_memo_text_{memo['id'][:8]}").input("costs $1.10 after all")
+    clicked(at, f"coding_memo_save_{memo['id'][:8]}")
+    assert storage.memo_rows(Store(), project_id)[-1]["text"] == "costs $1.10 after all"
+    bob = page("Bob")
+    clicked(bob, f"coding_open_{project_id[:8]}")
+    on_debate(bob, debates[0])
+    assert f"coding_memo_save_{memo['id'][:8]}" not in keys(bob)  # must not: Bob editing Ann's memo
 
 
 # ----- disagreements, gold and history ---------------------------------------------------------------------

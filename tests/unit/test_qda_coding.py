@@ -315,3 +315,19 @@ def test_a_debate_deleted_from_the_archive_leaves_a_project_that_still_exports(s
     assert [(c.name, c.parent) for c in loaded.codes] == [("Arithmetic", None)]
     assert exchange.export_qdpx(store, project_id)  # must not: an export refused for what is gone
     assert {r["id"] for r in storage.coding_rows(store, project_id)} == {kept, gone}  # nothing removed
+
+
+def test_the_lead_is_held_by_the_browser_that_made_the_project_and_a_memo_is_edited_by_its_author(store):
+    project_id = coding.create_project(store, "Held", "Lena", debate_ids=["d2", "d1"], session="browser-a")
+    assert storage.debate_ids(store, project_id) == ["d2", "d1"]  # in the order they were picked
+    with pytest.raises(ValueError, match="^coder:"):
+        coding.join(store, project_id, "Lena", session="browser-b")  # must not: the lead's name taken
+    lena = coding.join(store, project_id, "Lena", session="browser-a")
+    omar = coding.join(store, project_id, "Omar", session="browser-b")
+    memo = coding.add_memo(store, project_id, lena, "debate", "d1", "first thought")
+    with pytest.raises(PermissionError):
+        coding.edit_memo(store, project_id, memo, omar, "his words")
+    coding.edit_memo(store, project_id, memo, lena, "second thought")
+    assert [m.text for m in storage.load_project(store, project_id).memos] == ["second thought"]
+    edit = next(h for h in storage.history(store, project_id) if h["action"] == "edit")
+    assert (edit["before"]["text"], edit["after"]["text"]) == ("first thought", "second thought")

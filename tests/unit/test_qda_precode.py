@@ -63,9 +63,13 @@ def test_a_model_proposes_codes_as_a_coder_of_its_own_and_people_accept_or_rejec
     precode.reject(store, project_id, proposals[1]["id"], lena)
     mine = storage.coding_rows(store, project_id, coder_ids=[lena])
     assert [(m["id"], m["proposal_id"], m["quote"]) for m in mine] == [(taken, proposals[0]["id"], proposals[0]["quote"])]
-    reviewed = {p["id"]: (p["review"], p["reviewed_by"]) for p in storage.coding_rows(store, project_id,
-                                                                                     coder_ids=[done.coder_id])}
-    assert reviewed[proposals[0]["id"]] == ("accepted", "Lena") and reviewed[proposals[1]["id"]] == ("rejected", "Lena")
+    assert storage.reviews(store, project_id, lena) == {proposals[0]["id"]: "accepted", proposals[1]["id"]: "rejected"}
+    omar = coding.join(store, project_id, "Omar")
+    assert storage.reviews(store, project_id, omar) == {}  # must not: Lena's review decides for Omar
+    assert precode.accept(store, project_id, proposals[0]["id"], lena) == taken  # twice: one coding
+    precode.reject(store, project_id, proposals[0]["id"], lena)  # changed her mind: her copy goes (undoably)
+    assert storage.coding_rows(store, project_id, coder_ids=[lena]) == []
+    assert storage.reviews(store, project_id, lena)[proposals[0]["id"]] == "rejected"
     assert len(storage.load_project(store, project_id, coder_ids=[done.coder_id]).codings) == 3  # still the model's
     with pytest.raises(LookupError, match="^proposal:"):
         precode.accept(store, project_id, taken, lena)  # must not: a person's coding taken as a proposal

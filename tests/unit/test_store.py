@@ -92,7 +92,7 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store = Store(path)
     assert store.applied_migrations()[:4] == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
                                                "m004_experiments"]
-    assert store.applied_migrations()[-1] == "m015_annotations_to_codes"  # the latest (tests/unit/test_qda_coding.py)
+    assert store.applied_migrations()[-1] == "m016_proposal_reviews"  # the latest (tests/unit/test_qda_precode.py)
     store_migrations = store.applied_migrations()
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
@@ -156,7 +156,8 @@ def test_each_feature_keeps_its_own_migrations_beside_its_code():
     assert steps(polls.MIGRATIONS) == ["m005_polls", "m007_poll_devices"]
     assert steps(codebook.MIGRATIONS) == ["m006_codebook"]
     assert steps(round_plans.MIGRATIONS) == ["m009_round_plans"]
-    assert steps(qda_storage.MIGRATIONS) == ["m014_coding_projects", "m015_annotations_to_codes"]
+    assert steps(qda_storage.MIGRATIONS) == ["m014_coding_projects", "m015_annotations_to_codes",
+                                             "m016_proposal_reviews"]
 
 
 def test_default_path_is_under_madlab_home(madlab_home):
