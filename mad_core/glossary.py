@@ -344,19 +344,19 @@ ENTRIES: tuple[Entry, ...] = (
            "The share of units on which every compared coder made the same decision, without any correction for "
            "agreement by chance.",
            "units where all coders agree / units rated by two or more coders", ""),
-    _entry(CODING, "Cohen's kappa", ("cohen_kappa", "cohen_kappa_low", "cohen_kappa_high"),
+    _entry(CODING, "Cohen's kappa", ("cohen_kappa", "cohen_kappa_low", "cohen_kappa_high", "Cohen's κ"),
            "How much two coders agree beyond what chance would give: 1 is perfect, 0 is chance level, below 0 "
            "is worse than chance.",
            "κ = (observed agreement − chance agreement) / (1 − chance agreement), chance from each coder's own "
            "rates; interval from its asymptotic standard error",
            "Cohen 1960; computed by scikit-learn, interval by statsmodels"),
-    _entry(CODING, "Fleiss' kappa", ("fleiss_kappa", "fleiss_kappa_low", "fleiss_kappa_high"),
+    _entry(CODING, "Fleiss' kappa", ("fleiss_kappa", "fleiss_kappa_low", "fleiss_kappa_high", "Fleiss' κ"),
            "Agreement beyond chance for two or more coders, with chance taken from how often the codes are used "
            "overall.",
            "κ = (mean pairwise agreement − Σ pooled category share²) / (1 − Σ pooled category share²)",
            "Fleiss 1971; computed by statsmodels, with missing ratings and its interval by irrCAC (Gwet 2014)"),
     _entry(CODING, "Krippendorff's alpha", ("krippendorff_alpha", "krippendorff_alpha_low", "krippendorff_alpha_high",
-                                            "alpha"),
+                                            "alpha", "Krippendorff's α"),
            "Agreement beyond chance for any number of coders that tolerates missing ratings; researchers often "
            "ask for at least 0.8, or 0.667 for tentative conclusions.",
            "α = 1 − observed disagreement / disagreement expected by chance (nominal)",

@@ -40,6 +40,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from mad_core import glossary
 from mad_core.models import DEFAULT_MODEL
 from mad_core.qda import coding, exchange, precode, reports, storage
 from mad_core.qda.agreement import FIGURE_FIELDS
@@ -821,7 +822,9 @@ def render_agreement_tab(store: Store, ctx: Ctx) -> None:
     with st.container(key="coding_agree_table"):
         st.caption(f"Agreement of {md_escape(', '.join(coders.get(c, c) for c in cached['key'][1]))} · unit: {unit} · "
                    "95 % intervals in brackets; over the debates every compared coder coded.")
-        st.dataframe(cached["rows"], hide_index=True)
+        st.dataframe(cached["rows"], hide_index=True, column_config={  # each figure explained on hover
+            title: st.column_config.TextColumn(title, help=glossary.help_for(title))
+            for title in ("n units", *FIGURE_TITLES.values())})
     st.download_button("Agreement (CSV)", lambda: reports.agreement_csv(cached["records"]),
                        file_name=f"agreement-{id8(ctx.project_id)}-{unit}.csv", mime="text/csv",
                        key="coding_agree_csv", on_click="ignore")
