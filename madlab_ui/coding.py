@@ -48,6 +48,7 @@ from mad_core.store import Store
 from mad_core.store.search import list_debates
 
 from . import session_memory
+from .passage_picker import pick_passage
 from .common import ANNOTATOR_KEPT, id8, md_escape, open_store, owner_id, plain_markdown, short, when
 
 CODING_OPEN = "coding_project_open"  # session key: the project opened on this page
@@ -59,7 +60,7 @@ UNDO = "coding_undo_state"  # (entity, id, label, project id, coder id) of the l
 AGREEMENT = "coding_agreement_cache"  # {"key": (...), "rows": [...], "records": [...]}
 REFRESH_S = 1.0
 MAX_ROWS = 50  # proposals, disagreements shown at once (each has buttons)
-WHOLE, PASSAGE = "Whole turn", "Passage"
+WHOLE, SELECTED, PASSAGE = "Whole turn", "Selected text", "Passage by words"
 FIGURE_TITLES = dict(zip(FIGURE_FIELDS, ("percent agreement", "Cohen's κ", "Fleiss' κ", "Krippendorff's α",
                                          "Gwet's AC1")))
 CODE_FIELDS = ("definition", "include", "exclude", "example")
@@ -412,7 +413,14 @@ def _apply(ctx: Ctx, debate_id: str, turn_id: str, text: str, suffix: str) -> No
         _say("error", "codes: pick at least one code to apply")
         return
     start = end = None
-    if st.session_state.get(f"coding_scope_{suffix}") == PASSAGE and len(word_spans(text)) > 1:
+    scope = st.session_state.get(f"coding_scope_{suffix}")
+    if scope == SELECTED:
+        chosen = st.session_state.get(f"coding_selected_{suffix}")
+        if not chosen:
+            _say("error", "passage: select the text to code in the turn's box first (drag over it with the mouse)")
+            return
+        start, end = chosen
+    elif scope == PASSAGE and len(word_spans(text)) > 1:
         start, end = passage(text, *st.session_state.get(f"coding_span_{suffix}"))
     store = open_store()
     _guarded(lambda: [coding.apply_code(store, ctx.project_id, ctx.coder_id, debate_id, turn_id, code_id, start, end)
@@ -420,24 +428,34 @@ def _apply(ctx: Ctx, debate_id: str, turn_id: str, text: str, suffix: str) -> No
              lambda made: f"Coded {'the whole turn' if start is None else 'the passage'} with {len(made)} code(s).")
 
 
+def _preview(suffix: str, text: str, start: int, end: int) -> None:
+    with st.container(key=f"coding_preview_{suffix}"):
+        st.caption(f"The passage (characters {start}–{end}):")
+        st.text(text[start:end])
+
+
 def render_coding_controls(ctx: Ctx, debate_id: str, turn: dict[str, Any], suffix: str,
-                           paths: dict[str, str]) -> None:
-    """Code(s) from the codebook, the whole turn or a passage between two words (its exact quote shown)."""
+                           paths: dict[str, str], spans: list[tuple[int, int, str]]) -> None:
+    """Code(s) from the codebook; the whole turn, the text selected with the mouse in the turn's box
+    (`passage_picker`), or a passage between two words; the exact quote shown before Apply."""
     text = turn["content"]
     words = word_spans(text)
     left, right = st.columns([3, 2])
     left.multiselect("Codes", list(paths), key=f"coding_codes_{suffix}", format_func=lambda c: paths.get(c, c),
                      placeholder="the codebook is empty" if not paths else "pick codes")
-    scope = right.radio("Code", [WHOLE, PASSAGE] if len(words) > 1 else [WHOLE], key=f"coding_scope_{suffix}",
-                        horizontal=True)
-    if scope == PASSAGE:
+    scope = right.radio("Code", [WHOLE, SELECTED, PASSAGE] if len(words) > 1 else [WHOLE],
+                        key=f"coding_scope_{suffix}", horizontal=True)
+    if scope == SELECTED:
+        st.caption("Select the passage with the mouse in the box below, then Apply.")
+        chosen = pick_passage(text, spans, key=f"coding_pick_{suffix}")
+        st.session_state[f"coding_selected_{suffix}"] = chosen
+        if chosen:
+            _preview(suffix, text, *chosen)
+    elif scope == PASSAGE:
         first, last = st.select_slider(
             "Passage: from word … to word", list(range(len(words))), value=(0, len(words) - 1),
             key=f"coding_span_{suffix}", format_func=lambda j: f"{j + 1}: {short(text[words[j][0]:words[j][1]], 24)}")
-        start, end = passage(text, first, last)
-        with st.container(key=f"coding_preview_{suffix}"):
-            st.caption(f"The passage (characters {start}–{end}):")
-            st.text(text[start:end])
+        _preview(suffix, text, *passage(text, first, last))
     st.button("Apply", key=f"coding_apply_{suffix}", on_click=_apply, args=(ctx, debate_id, turn["turn_id"], text,
                                                                              suffix), disabled=not paths)
 
@@ -460,7 +478,8 @@ def render_turn(ctx: Ctx, debate_id: str, index: int, turn: dict[str, Any], mine
             if row["coder_id"] == ctx.coder_id:
                 label = f"coding {paths.get(row['code_id'], '?')} on {short(row['quote'], 40)!r}"
                 delete_control(ctx, "coding", row["id"], label, right)
-        render_coding_controls(ctx, debate_id, turn, suffix, paths)
+        render_coding_controls(ctx, debate_id, turn, suffix, paths,
+                               [(c["start"], c["end"], facts["hex"].get(c["code_id"], "")) for c in mine])
 
 
 def render_code_tab(store: Store, ctx: Ctx, labels: dict[str, str]) -> None:
@@ -473,6 +492,7 @@ def render_code_tab(store: Store, ctx: Ctx, labels: dict[str, str]) -> None:
     debate_id = st.selectbox("Debate", debates, key="coding_debate", format_func=lambda d: labels.get(d, id8(d)))
     codes = storage.code_rows(store, ctx.project_id)
     facts = {"colours": {c["id"]: named_colour(c["colour"]) for c in codes}, "paths": code_paths(codes),
+             "hex": {c["id"]: c["colour"] for c in codes},
              "names": {c["id"]: c["name"] for c in storage.coder_rows(store, ctx.project_id)}}
     if not codes:
         st.caption("The codebook is empty: add codes in the Codebook tab.")

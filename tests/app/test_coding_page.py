@@ -66,7 +66,7 @@ def code_turn(at: AppTest, debate_id: str, index: int, code_ids: list[str], span
     on_debate(at, debate_id)
     at.multiselect(key=f"coding_codes_{suffix}").set_value(code_ids)
     if span is not None:
-        at.radio(key=f"coding_scope_{suffix}").set_value("Passage").run()
+        at.radio(key=f"coding_scope_{suffix}").set_value("Passage by words").run()
         at.select_slider(key=f"coding_span_{suffix}").set_range(*span).run()
     return clicked(at, f"coding_apply_{suffix}")
 
@@ -326,3 +326,23 @@ def test_the_lead_settles_a_disagreement_into_gold_and_the_history_says_who(code
     assert "vs gold" in texts(at.get_by_key("coding_gold_agreement"))
     history = at.get_by_key("coding_history").dataframe[0].value.to_dict("records")
     assert (history[0]["who"], history[0]["action"]) == ("Ann", "settle")
+
+
+def test_selected_text_is_coded_only_once_a_valid_selection_came_back(coded):
+    """The mouse selection comes from the browser (tests/e2e/test_e2e_coding.py drives it); here: with
+    none yet, Apply says what to do and stores nothing; the offsets a browser sends are checked."""
+    from madlab_ui.passage_picker import checked_selection
+
+    at, project_id, debates, price = coded
+    suffix = f"{debates[0][:8]}_0"
+    on_debate(at, debates[0])
+    before = len(codings_of(project_id, "Ann"))
+    at.multiselect(key=f"coding_codes_{suffix}").set_value([price])
+    at.radio(key=f"coding_scope_{suffix}").set_value("Selected text").run()
+    clicked(at, f"coding_apply_{suffix}")
+    assert len(codings_of(project_id, "Ann")) == before  # must not: a coding without a selection
+    assert any("select the text to code" in e.value for e in at.error)
+    assert checked_selection({"start": 2, "end": 5}, "abcdef") == (2, 5)
+    for bad in ({"start": 5, "end": 2}, {"start": -1, "end": 2}, {"start": 0, "end": 7}, {"start": True, "end": 3},
+                {"start": "0", "end": 3}, None, [0, 3]):
+        assert checked_selection(bad, "abcdef") is None, bad
