@@ -378,7 +378,7 @@ def render_project(store: Store, project_id: str, labels: dict[str, str]) -> Non
     render_add_debates(store, ctx, labels)
     names = ["Code", "Codebook", "Agreement"] + (["Disagreements"] if ctx.lead else []) + ["Exchange"] + (
         ["History"] if ctx.lead else [])
-    tabs = dict(zip(names, st.tabs(names)))
+    tabs = dict(zip(names, st.tabs(names, key="coding_tabs")))  # keyed: the chosen tab stays after an action
     with tabs["Code"]:
         render_code_tab(store, ctx, labels)
     with tabs["Codebook"]:
