@@ -378,7 +378,9 @@ def render_project(store: Store, project_id: str, labels: dict[str, str]) -> Non
     render_add_debates(store, ctx, labels)
     names = ["Code", "Codebook", "Agreement"] + (["Disagreements"] if ctx.lead else []) + ["Exchange"] + (
         ["History"] if ctx.lead else [])
-    tabs = dict(zip(names, st.tabs(names, key="coding_tabs")))  # keyed: the chosen tab stays after an action
+    # Keyed and tracked (on_change="rerun"): the chosen tab is the session's state, so it stays chosen after an
+    # action, even when a run of the page was under way as the person chose it.
+    tabs = dict(zip(names, st.tabs(names, key="coding_tabs", on_change="rerun")))
     with tabs["Code"]:
         render_code_tab(store, ctx, labels)
     with tabs["Codebook"]:
