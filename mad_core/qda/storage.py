@@ -19,7 +19,7 @@ annotation a coding of its whole turn, its note a memo on that coding. The annot
 stay as they were.
 
 What it must not do: write outside `Store.transaction`, reach into the store's private parts,
-import streamlit, or call a model.
+draw anything (no UI library is imported here), or call a model.
 """
 from __future__ import annotations
 
