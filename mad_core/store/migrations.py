@@ -26,7 +26,8 @@ SET_NAME, TABLE = "madlab", "_migrations"
 # Each feature's migration set: (module, attribute), imported by name when first needed.
 FEATURE_SETS = (("mad_core.metrics.cache", "MIGRATIONS"), ("mad_core.experiments.storage", "MIGRATIONS"),
                 ("mad_core.polls", "MIGRATIONS"), ("mad_core.codebook", "MIGRATIONS"),
-                ("mad_core.round_plans", "MIGRATIONS"), ("mad_core.qda.storage", "MIGRATIONS"))
+                ("mad_core.round_plans", "MIGRATIONS"), ("mad_core.qda.storage", "MIGRATIONS"),
+                ("mad_core.join_codes", "MIGRATIONS"))
 
 
 def feature_migrations() -> Migrations:
