@@ -92,7 +92,9 @@ def test_migrations_create_the_schema_on_an_empty_database(tmp_path):
     store = Store(path)
     assert store.applied_migrations()[:4] == ["m001_initial", "m002_owners_and_rounds", "m003_metrics",
                                                "m004_experiments"]
-    assert store.applied_migrations()[-1] == "m016_proposal_reviews"  # the latest (tests/unit/test_qda_precode.py)
+    applied = store.applied_migrations()
+    assert applied == sorted(applied) and len(applied) == len(set(applied))  # in their numbered order, once
+    assert {"m016_proposal_reviews", "m017_join_codes"} <= set(applied)
     store_migrations = store.applied_migrations()
     db = store.db
     assert {"_migrations", "debates", "agents", "turns", "votes", "decisions", "challenges", "steering",
@@ -139,7 +141,7 @@ def test_a_transaction_commits_at_its_end_and_rolls_back_on_an_error(tmp_path):
 def test_each_feature_keeps_its_own_migrations_beside_its_code():
     from sqlite_utils import Database
 
-    from mad_core import codebook, polls, round_plans
+    from mad_core import codebook, join_codes, polls, round_plans
     from mad_core.experiments import storage
     from mad_core.metrics import cache
     from mad_core.qda import storage as qda_storage
@@ -158,6 +160,7 @@ def test_each_feature_keeps_its_own_migrations_beside_its_code():
     assert steps(round_plans.MIGRATIONS) == ["m009_round_plans"]
     assert steps(qda_storage.MIGRATIONS) == ["m014_coding_projects", "m015_annotations_to_codes",
                                              "m016_proposal_reviews"]
+    assert steps(join_codes.MIGRATIONS) == ["m017_join_codes"]
 
 
 def test_default_path_is_under_madlab_home(madlab_home):
