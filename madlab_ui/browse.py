@@ -35,10 +35,13 @@ from mad_core import codebook as core_codebook
 from mad_core import exports, handout, live, polls, registry
 from mad_core.codebook import DEFAULT_TAGS
 from mad_core.events import DEBATE_STATUSES
+from mad_core.qda import coding as qda_coding
 from mad_core.store import list_debates, search_matches
 from mad_core.view import DebateView, TurnView
 
 from . import access, codebook, controls, plots, replay, transcript
+from .coding import coder_name
+from .highlight import literal, named_colour
 from .common import (DEBATE_ID, DEBATE_PAGE, FORK_REQUEST, OPEN_DEBATE, id8, md_escape, open_store, owner_id,
                      short, when)
 
@@ -254,8 +257,10 @@ def render_debate(debate_id: str) -> None:
     for note in store.annotations(debate_id):
         notes.setdefault(note["turn_id"], []).append(note)
     tags = core_codebook.tags(store)  # the codebook: the annotate pickers' tags and the chips' colours
+    passages = coded_passages(store, debate_id)
     with st.container(height=700, key="transcript", autoscroll=shown is not view):
-        transcript.render_transcript(shown, extras=lambda turn, k: _turn_tools(record, notes, turn, k, tags))
+        transcript.render_transcript(shown, extras=lambda turn, k: _turn_tools(record, notes, turn, k, tags),
+                                     passages=passages)
     transcript.render_usage(shown)
     plots.render_plots(shown)
     with st.expander("Configuration (YAML)"):
@@ -263,6 +268,23 @@ def render_debate(debate_id: str) -> None:
         if config.get("reference") and not st.session_state.get(reveal_key):
             config["reference"] = "(hidden until you reveal the reference answer)"
         st.code(_dump(config), language="yaml")
+
+
+def coded_passages(store, debate_id: str) -> dict[str, list[tuple[int, int, str]]]:
+    """The debate's coded passages this browser may see (its coder name, as kept by the Coding page;
+    blind projects show only that coder's own), with a switch and a legend of the codes; turn id ->
+    (start, end, colour name) for the transcript. Nothing (no switch) when there are none."""
+    found = qda_coding.passages_of_debate(store, debate_id, coder_name() or None, owner_id())
+    if not found:
+        return {}
+    if not st.toggle("Highlight coded passages", value=True, key="show_coded_passages",
+                     help="Passages coded in the coding projects that hold this debate (Coding page); in a blind "
+                          "project only yours, until its lead reveals them."):
+        return {}
+    legend = sorted({(p["project"], p["code"], named_colour(p["colour"])) for ps in found.values() for p in ps})
+    st.caption("Coded: " + " · ".join(f":{colour}-background[{literal(code)}] ({literal(project)})"
+                                       for project, code, colour in legend))
+    return {turn: [(p["start"], p["end"], named_colour(p["colour"])) for p in ps] for turn, ps in found.items()}
 
 
 def _dump(config: dict) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import streamlit as st
 
@@ -27,9 +27,11 @@ from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from . import access
 from .common import MODERATOR_AVATAR, agent_style, md_escape, model_markdown, plain_markdown, short
+from .highlight import highlighted
 from .steering_words import steering_note  # the controls' steering words (a leaf: no circle)
 
 TurnExtras = Callable[[TurnView, int], None]
+Passages = Mapping[str, list[tuple[int, int, str]]]  # turn id -> coded passages (start, end, colour name)
 STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "finished": "✅", "stopped": "⏹️",
                 "failed": "❌", "interrupted": "⚠️"}
 # A turn's mark in its bubble header; a streaming turn of a paused debate reads "paused" (its stream
@@ -209,16 +211,17 @@ class Walk:
         return Walk(self.position, self.current, set(self.shown))
 
 
-def render_transcript(view: DebateView, extras: TurnExtras | None = None) -> None:
-    """Every turn and moderator action in order, grouped under round headers."""
+def render_transcript(view: DebateView, extras: TurnExtras | None = None, passages: Passages | None = None) -> None:
+    """Every turn and moderator action in order, grouped under round headers. `passages`: turn id ->
+    coded passages (start, end, colour name) drawn highlighted in that turn's text (shown literally)."""
     if not view.timeline:
         st.caption("Waiting for the first turn…")
         return
-    finish_transcript(view, render_timeline(view, Walk(), len(view.timeline), extras))
+    finish_transcript(view, render_timeline(view, Walk(), len(view.timeline), extras, passages=passages))
 
 
 def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras | None = None,
-                    paused: bool = False) -> Walk:
+                    paused: bool = False, passages: Passages | None = None) -> Walk:
     """Draw the timeline items from `walk.position` up to `stop` (round headers, bubbles, moderator
     actions, the footers of the rounds left behind); `walk` is advanced and returned. The last
     round's footer is left to `finish_transcript`: more of that round may follow. `paused`: the
@@ -238,7 +241,7 @@ def render_timeline(view: DebateView, walk: Walk, stop: int, extras: TurnExtras 
                 with st.container(key=f"round_{walk.current}"):
                     st.markdown(f"#### {md_escape(view.round_title(walk.current))}")
                     st.caption(md_escape(round_status(view, walk.current)))
-        _bubble(view, turn, k, extras, paused)
+        _bubble(view, turn, k, extras, paused, (passages or {}).get(turn.id))
     return walk
 
 
@@ -248,7 +251,8 @@ def finish_transcript(view: DebateView, walk: Walk) -> None:
         _round_footer(view, walk.current, walk.shown)
 
 
-def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None, paused: bool = False) -> None:
+def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None, paused: bool = False,
+            spans: list[tuple[int, int, str]] | None = None) -> None:
     color, avatar, _ = agent_style(turn.agent, view.agents)
     with st.container(key=f"turn_{k}"):
         with st.chat_message(turn.agent, avatar=avatar):
@@ -268,7 +272,9 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
             persona = view.personas.get(turn.agent)
             if persona:
                 st.caption(md_escape(persona))
-            if turn.text:
+            if turn.text and spans:  # coded passages: the text drawn literally, each passage behind its colour
+                st.markdown(highlighted(turn.text, spans))
+            elif turn.text:
                 st.markdown(model_markdown(turn.text) + (" ▌" if turn.status == "streaming" else ""))
             elif turn.status == "streaming":
                 st.caption("paused before its first word" if paused else "thinking…")

@@ -424,3 +424,37 @@ def settle(store: Store, project_id: str, coder_id: str, debate_id: str, turn_id
 def coder_name(store: Store, project_id: str, coder_id: str) -> str:
     """A coder's name (LookupError naming the coder when it is not one of the project's)."""
     return str(_coder(store, project_id, coder_id)["name"])
+
+
+def passages_of_debate(store: Store, debate_id: str, viewer: str | None = None,
+                       session: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """turn id -> the coded passages of `debate_id` that `viewer` may see, over every project that
+    holds the debate (for drawing them wherever the turn is shown; reads only, joins nobody).
+
+    Blind mode holds here too: in a blind project not yet revealed, a viewer sees only their own
+    codings (and a model coder's proposals), and only when they are that project's coder `viewer`
+    AND `session` is the browser session holding that name (or the name is held by none); the
+    lead sees all; anyone else sees nothing of that project. Each passage: start, end, quote, the
+    code's name and colour, the coder's name and the project's name; deleted ones left out."""
+    projects = store.query("SELECT p.* FROM coding_projects p JOIN coding_project_debates d ON d.project_id = p.id "
+                           "WHERE d.debate_id = ? ORDER BY p.created_at", [debate_id])
+    passages: dict[str, list[dict[str, Any]]] = {}
+    for project in projects:
+        coders = {c["id"]: c for c in storage.coder_rows(store, project["id"])}
+        me = next((c for c in coders.values() if viewer and c["name"].lower() == viewer.strip().lower()
+                   and c["session"] in (None, session)), None)
+        if not project["blind"] or project["revealed_at"]:
+            visible = set(coders)
+        elif me is not None:
+            visible = set(visible_coders(store, project["id"], me["id"]))
+        else:
+            continue
+        codes = {c["id"]: c for c in storage.code_rows(store, project["id"])}
+        for row in storage.coding_rows(store, project["id"], debate_id=debate_id, coder_ids=sorted(visible)):
+            code = codes.get(row["code_id"])
+            if code is None:  # a deleted code's codings stand down with it
+                continue
+            passages.setdefault(row["turn_id"], []).append({
+                "start": row["start"], "end": row["end"], "quote": row["quote"], "code": code["name"],
+                "colour": code.get("colour"), "coder": coders[row["coder_id"]]["name"], "project": project["name"]})
+    return passages

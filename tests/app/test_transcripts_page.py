@@ -258,3 +258,38 @@ def test_a_running_debate_reads_running_in_the_list_never_a_final_outcome_nor_co
     assert other[:8] not in listed(at)
     at.selectbox(key="correctness_filter").set_value("not ended yet").run()
     assert listed(at) == [other[:8]]
+
+
+def test_coded_passages_are_highlighted_in_the_transcript_as_the_viewer_may_see_them():
+    """Issue 22 item 2: a coded passage is drawn highlighted wherever the turn is shown. Blind: a
+    browser with no coder name sees no highlight (nor the switch); the coder who made it sees it,
+    its text drawn literally (the `$` signs stay signs); once the lead reveals, everyone does."""
+    from mad_core.qda import coding
+
+    debate_id = run_debate()
+    store = Store()
+    turn = store.turns(debate_id)[1]
+    start = turn.content.index("quokka")
+    project_id = coding.create_project(store, "Animals", "Lena", debate_ids=[debate_id])
+    lena = coding.join(store, project_id, "Lena")
+    omar = coding.join(store, project_id, "Omar")
+    code = coding.add_code(store, project_id, "Lena", "Animal $1 & co", colour="#D62728")
+    coding.apply_code(store, project_id, omar, debate_id, turn.id, code, start, start + len("quokka"))
+
+    stranger = open_debate(debate_id)
+    assert "show_coded_passages" not in keys(stranger)
+    assert "-background[" not in texts(stranger.get_by_key("turn_1"))
+
+    omar_page = AppTest.from_file(APP, default_timeout=30)
+    omar_page.session_state["coding_coder_name"] = "Omar"
+    omar_page.run().switch_page(TRANSCRIPTS).run()
+    omar_page.button(key=f"open_{debate_id[:8]}").click().run()
+    assert not omar_page.exception
+    assert ":red-background[quokka]" in texts(omar_page.get_by_key("turn_1"))
+    assert "Coded: :red-background[Animal \\$1 \\& co] (Animals)" in [c.value for c in omar_page.caption]
+    omar_page.toggle(key="show_coded_passages").set_value(False).run()
+    assert "-background[" not in texts(omar_page.get_by_key("turn_1"))
+
+    coding.reveal(store, project_id, lena)
+    revealed = open_debate(debate_id)
+    assert ":red-background[quokka]" in texts(revealed.get_by_key("turn_1"))

@@ -331,3 +331,32 @@ def test_the_lead_is_held_by_the_browser_that_made_the_project_and_a_memo_is_edi
     assert [m.text for m in storage.load_project(store, project_id).memos] == ["second thought"]
     edit = next(h for h in storage.history(store, project_id) if h["action"] == "edit")
     assert (edit["before"]["text"], edit["after"]["text"]) == ("first thought", "second thought")
+
+
+def test_passages_of_a_debate_as_a_viewer_may_see_them_blind_then_revealed(store, project):
+    """What the Transcripts page highlights in a turn: blind mode holds (a coder sees their own, the
+    lead all, a stranger nothing; a name held by another browser session shows nothing), everything
+    once revealed; a deleted coding or a deleted code's codings are not drawn."""
+    project_id, lena, omar = project
+    coding.join(store, project_id, "Omar", session="omar-browser")
+    turn = storage.turn_rows(store, "d1")[0]
+    price = coding.add_code(store, project_id, "Lena", "Price", colour="#D62728")
+    doubt = coding.add_code(store, project_id, "Lena", "Doubt")
+    coding.apply_code(store, project_id, omar, "d1", turn["turn_id"], price, 14, 19)  # "$1.05"
+    coding.apply_code(store, project_id, lena, "d1", turn["turn_id"], doubt)
+    gone = coding.apply_code(store, project_id, omar, "d1", turn["turn_id"], doubt, 0, 3)
+    coding.delete_coding(store, project_id, gone, omar)
+    omar_sees = coding.passages_of_debate(store, "d1", "omar", "omar-browser")
+    assert omar_sees == {turn["turn_id"]: [{"start": 14, "end": 19, "quote": "$1.05", "code": "Price",
+                                           "colour": "#D62728", "coder": "Omar", "project": "Bat and ball"}]}
+    lena_sees = coding.passages_of_debate(store, "d1", "Lena", None)
+    assert sorted((p["coder"], p["code"], p["start"], p["end"]) for p in lena_sees[turn["turn_id"]]) == [
+        ("Lena", "Doubt", 0, len(TEXTS[0])), ("Omar", "Price", 14, 19)]
+    # must not: a stranger, or someone typing Omar's name in another browser, sees a blind project's codings
+    assert coding.passages_of_debate(store, "d1", None) == {}
+    assert coding.passages_of_debate(store, "d1", "Omar", "someone-else") == {}
+    assert coding.passages_of_debate(store, "d2", "Lena") == {}  # nothing coded there
+    coding.reveal(store, project_id, lena)
+    assert len(coding.passages_of_debate(store, "d1", None)[turn["turn_id"]]) == 2
+    coding.delete_code(store, project_id, doubt, "Lena")
+    assert [p["code"] for p in coding.passages_of_debate(store, "d1", None)[turn["turn_id"]]] == ["Price"]
