@@ -89,12 +89,37 @@ def main(argv: list[str] | None = None) -> int:
             result.notes.append(f"{row}: {args.debates - measured['finished']} debates did not finish")
     # What stands in the way, measured: Python runs one thread at a time per process (the GIL), so a
     # process's CPU time per call bounds the wall time from below whatever the concurrency.
+    floor = litellm_floor_ms()
+    budget = 1000 * ideal * TARGETS["unstreamed"] / max(AGENTS * ROUNDS * args.debates, 1)
+    result.notes.append(f"litellm's own floor: litellm.completion(stream=False) alone, one call after another on this "
+                        f"in-process model with its latency off, takes {floor:.2f} ms of CPU a call; the unstreamed "
+                        f"target (wall <= {TARGETS['unstreamed']:g} x ideal) leaves {budget:.2f} ms of CPU a call in "
+                        f"one process, {2 * budget * TARGETS['workers'] / TARGETS['unstreamed']:.2f} ms in two "
+                        f"(workers target): litellm alone is {floor / budget:.1f} x the one-process budget")
     result.notes.append(f"CPU-bound: a process runs one thread of Python at a time, so CPU s / processes is a floor "
                         f"under the wall time; the ideal ({ideal:.2f} s) leaves "
                         f"{1000 * ideal / max(AGENTS * ROUNDS * args.debates, 1):.2f} ms of CPU a call per process. "
                         f"streamed: litellm's chunk object per piece; unstreamed: one response a call "
                         f"(mad_core.models.complete); bench/engine_overhead.py's 'call_model alone' row shows litellm's share")
     return finish(result, args, profiler)
+
+
+def litellm_floor_ms(calls: int = 300) -> float:
+    """CPU ms per call of ``litellm.completion(stream=False)`` alone (no engine, no store, no retries,
+    no helper thread) on the same kind of scripted model with no latency: what any engine built on
+    litellm pays per call."""
+    from mad_core.models.loader import load_litellm
+
+    model, _ = fixed_latency_model(0.0, "burst")
+    completion = load_litellm().completion
+    messages = [{"role": "user", "content": "What is 2 + 2?"}]
+    metadata = {"kind": "discussion", "agent": "Agent 1"}
+    for _ in range(20):
+        completion(model=model, messages=messages, stream=False, metadata=metadata)
+    started = time.process_time()
+    for _ in range(calls):
+        completion(model=model, messages=messages, stream=False, metadata=metadata)
+    return 1000 * (time.process_time() - started) / calls
 
 
 def config_dict(model: str) -> dict:
