@@ -23,8 +23,8 @@ import streamlit as st
 from mad_core import live
 from mad_core.store import mark_dead_interrupted
 from mad_core.view import DebateView
-from madlab_ui import access, browse, codebook, controls, forms, live_page, navigation, session_memory
-from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store
+from madlab_ui import access, browse, codebook, controls, forms, live_page, navigation, seat, session_memory
+from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, owner_id
 from madlab_ui.page import page_setup
 
 if navigation.route():  # the entry file's run: the chosen page (maybe this one, run again) has been drawn
@@ -57,6 +57,7 @@ def watch(debate_id: str) -> None:
     if not page.running:  # resume_button asks access: the teacher's only
         controls.resume_button(open_store(), debate_id, page.view.status, st, key="resume_debate")
     fork_note(open_store().get_debate(debate_id))
+    seat.render_teacher_seats(debate_id, owner_id())  # a person's seats: their codes, and the teacher's box
     live_page.watch(page, f"reveal_{debate_id}")
 
 

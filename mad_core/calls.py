@@ -21,6 +21,16 @@ Streamed or not (`stream`, the engine's option): a debate somebody watches strea
 piece by piece; one nobody watches (a sweep, `run --no-stream`) asks for each reply whole
 (`call_model(stream=False)`: far less CPU a call), and its text comes as one `TokenReceived`.
 
+Seats (`seats.py`): a turn of an agent a person speaks for (model `config.PERSON`) is never a model
+call. It runs on a thread of its own (`_seat_pool`), outside the bounded pool, so waiting for the
+person holds no call slot and no per-model lock and the other agents of the step go on; it never
+reaches litellm or the response cache. The person's text becomes the turn (`Turn.seat` "person",
+latency: the seconds the reply took); at the seat's time limit the turn is skipped ("skipped",
+interrupted) or its stand-in model is called in the pool like any model turn ("stand-in"); a stop
+(or a decision forced during a discussion turn) cuts it as a model turn is cut. Where a setting
+falls back to the first agent's model (the judge, the persona writer, the summarizer, the supervisor)
+and that agent is a person, the first agent that is a model serves instead.
+
 It is handed the functions that hand events on (`emit`: recorded, worker thread; `push`:
 transient, any thread) and never imports the engine.
 """
@@ -36,9 +46,10 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .config import LOCAL_SAMPLING, DebateConfig
+from .config import LOCAL_SAMPLING, PERSON, AgentConfig, DebateConfig
 from .controller import Controller, phase_of
-from .events import DISCUSSION_KINDS, ErrorOccurred, TokenReceived, Turn, TurnFinished, TurnRetried, TurnStarted
+from .events import (DISCUSSION_KINDS, SEAT_SKIPPED, ErrorOccurred, TokenReceived, Turn, TurnFinished, TurnRetried,
+                     TurnStarted)
 from .ports import Emit
 from .protocols.schemas import ReplyFormat
 from .replay import Replay
@@ -46,6 +57,7 @@ from .text import clean_text
 
 if TYPE_CHECKING:
     from .models import CallResult
+    from .seats import SeatRegistry
     from .models.response_cache import CachedReply, ResponseCache
 
 # (agent, kind, messages, model or None[, reply format or None])
@@ -73,7 +85,8 @@ class Calls:
     """Runs the model calls of one debate (see the module docstring)."""
 
     def __init__(self, cfg: DebateConfig, controller: Controller, state: DebateState, replay: Replay, *,
-                 emit: Emit, push: Emit, read_turn: Callable[[Turn], None], debate_id: str, stream: bool = True):
+                 emit: Emit, push: Emit, read_turn: Callable[[Turn], None], debate_id: str, stream: bool = True,
+                 seats: SeatRegistry | None = None, seat_ids: dict[str, str] | None = None):
         self.cfg, self.controller, self.state, self.replay = cfg, controller, state, replay
         self.stream = stream  # False: ask for each reply whole (nobody watches it come)
         self._emit, self._push, self._read_turn, self.debate_id = emit, push, read_turn, debate_id
@@ -85,9 +98,14 @@ class Calls:
         self._cache = _open_cache(cfg.cache)
         self._occurrences: dict[str, int] = defaultdict(int)  # a request's occurrence-0 key -> times made
         self._occurrence_lock = threading.Lock()
+        self.seats, self.seat_ids = seats, dict(seat_ids or {})  # person agent label -> its seat id
+        self._seat_pool = ThreadPoolExecutor(max_workers=max(1, len(self.seat_ids)), thread_name_prefix="madlab-seat") \
+            if self.seat_ids else None
 
     def close(self) -> None:
         """Wait for the calls under way and let the pool's threads go (and the cache's connection)."""
+        if self._seat_pool is not None:
+            self._seat_pool.shutdown(wait=True)
         self._pool.shutdown(wait=True)
         if self._cache is not None:
             self._cache.close()
@@ -106,9 +124,12 @@ class Calls:
                                     expected=len(calls), received=0)
         futures: dict[Future[Turn], Turn] = {}
         for turn, reused, reply in planned:
-            key = self._cache_key(turn, reply)  # counted in plan order, reused turns too
+            seat = self._is_seat(turn)
+            key = None if seat else self._cache_key(turn, reply)  # counted in plan order, reused turns too
             if reused:
                 self._finish_turn(turn, reused=True, on_done=on_done)
+            elif seat and self._seat_pool is not None:  # a thread of its own: no model call slot is held
+                futures[self._seat_pool.submit(self._take_seat, turn, reply)] = turn
             else:
                 futures[self._pool.submit(self._call, turn, reply, key)] = turn
         for future in as_completed(futures):
@@ -127,6 +148,8 @@ class Calls:
         with self._seq_lock:
             seq, self._seq = self._seq, self._seq + 1
         model = model or next(a for a in self.cfg.agents if a.label == agent).model
+        if model == PERSON and agent not in self.seat_ids:  # a fallback to the first agent's model
+            model = next(a.model for a in self.cfg.agents if a.model != PERSON)
         return Turn(id=uuid.uuid4().hex, seq=seq, round=self.state.round, agent=agent, kind=kind, model=model,
                     prompt=messages), False
 
@@ -138,7 +161,7 @@ class Calls:
         `config.LOCAL_SAMPLING` (llama.cpp's repeat penalty)."""
         from .models import RetryPolicy, is_local, response_format_support
 
-        agent = next((a for a in self.cfg.agents if a.label == turn.agent), self.cfg.agents[0])
+        agent = self._agent(turn.agent)
         if reply is None:
             max_tokens, response_format = agent.max_tokens, None
             extra = dict(LOCAL_SAMPLING) if is_local(turn.model) else None
@@ -208,6 +231,47 @@ class Calls:
             self._cache.put(key, result, turn.model, self.debate_id)
         self._keep(turn, result)
         return turn
+
+    def _is_seat(self, turn: Turn) -> bool:
+        return turn.model == PERSON and turn.agent in self.seat_ids and self.seats is not None
+
+    def _take_seat(self, turn: Turn, reply: ReplyFormat | None) -> Turn:
+        """A person's turn (on a seat thread): wait for the seat's reply, then keep it as the turn; at the
+        time limit skip it or let the stand-in speak; a stop (or a forced decision) cuts it."""
+        from .models import CallResult
+
+        if self.controller.stopped:
+            turn.status, turn.error = "interrupted", "stopped before it began"
+            return turn
+        agent = self._agent(turn.agent)
+        turn.started_at = time.time()
+        self._push(TurnStarted(turn.id, turn.round, turn.agent, turn.kind, turn.model, turn.prompt,
+                               ts=turn.started_at))
+        assert self.seats is not None
+        outcome = self.seats.await_reply(self.seat_ids[turn.agent], turn.id, turn.kind, turn.prompt, self.controller,
+                                         expects=reply.phase if reply is not None else None)
+        if outcome.state == "answered":
+            turn.seat = "person"
+            self._push(TokenReceived(turn.id, turn.agent, outcome.text))
+            self._keep(turn, CallResult(outcome.text, "ok", None, 0, 0, outcome.waited_s, outcome.waited_s, 1))
+        elif outcome.state == "timed_out" and agent.at_time_limit == "model" and agent.stand_in_model:
+            turn.model, turn.seat = agent.stand_in_model, "stand-in"
+            self._pool.submit(self._call, turn, reply, None).result()  # a model call: in the bounded pool
+            note = f"{agent.stand_in_model} spoke for {turn.agent} (time limit, {agent.time_limit_s:g} s)"
+            turn.error = f"{note}; {turn.error}" if turn.error else note
+        else:
+            turn.status, turn.finished_at = "interrupted", time.time()
+            turn.latency_s = outcome.waited_s
+            if outcome.state == "timed_out":
+                turn.seat = SEAT_SKIPPED
+                turn.error = f"skipped: {turn.agent} did not reply within the time limit ({agent.time_limit_s:g} s)"
+            else:
+                turn.error = ("stopped before the person replied" if outcome.state == "stopped"
+                              else "a decision was forced before the person replied")
+        return turn
+
+    def _agent(self, label: str) -> AgentConfig:
+        return next((a for a in self.cfg.agents if a.label == label), self.cfg.agents[0])
 
     def _keep(self, turn: Turn, result: CallResult) -> None:
         """Fill `turn` from a call's `CallResult`."""

@@ -48,7 +48,7 @@ from .events import (
     TurnStarted,
     VoteCast,
 )
-from . import exports
+from . import classroom, exports
 from .export_schema import MAX_ID_CHARS, ExportError, validate_export
 from .exports import STANCES, describe_ballot, format_time
 from .store import (MAX_LIST_LIMIT, MAX_QUERY_CHARS, ResumeRefused, Store, default_db_path, list_debates,
@@ -395,6 +395,7 @@ EXPORTERS: dict[str, Callable[[Store, str], str]] = {
                                                 ensure_ascii=False) + "\n",
     "md": exports.to_markdown,
     "csv": exports.to_csv,
+    "class-csv": classroom.class_csv,  # the class's predictions: one row per student per poll
 }
 
 
@@ -692,7 +693,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("id")
     show.set_defaults(func=cmd_show)
 
-    export = sub.add_parser("export", help="export a debate as JSON, Markdown or CSV")
+    export = sub.add_parser("export", help="export a debate as JSON, Markdown or CSV (class-csv: the class's "
+                                           "predictions, one row per student per poll)")
     export.add_argument("id")
     export.add_argument("--format", choices=sorted(EXPORTERS), default="json")
     export.add_argument("-o", "--output", help="file to write (default: stdout)")

@@ -25,8 +25,15 @@ from typing import Any, Callable, Iterator
 
 from . import registry  # a leaf: it imports the components only when one is first looked up
 from .challenge import CHALLENGE_SETTINGS
+from .events import PERSON
 
 DEFAULT_MODEL = "local/smollm2-135m"
+# An agent whose model is PERSON is a seat: a person types its turns (mad_core/seats.py). At its time
+# limit (`time_limit_s`) the turn is skipped or a stand-in model speaks in the seat's place
+# (`at_time_limit`: one of AT_TIME_LIMIT; "model" needs `stand_in_model`).
+AT_TIME_LIMIT = ("skip", "model")
+SEAT_TIME_LIMIT_S = (5.0, 3600.0)
+SEAT_FIELDS = ("time_limit_s", "at_time_limit", "stand_in_model")
 
 # ----- bounds: absurd values are refused before anything runs --------------------------------
 MAX_AGENTS = 32
@@ -125,6 +132,14 @@ class AgentConfig:
     persona: str = ""
     temperature: float = 0.7
     max_tokens: int = 256
+    # A seat's settings (read only when `model` is PERSON; see SEAT_FIELDS above).
+    time_limit_s: float = 120.0
+    at_time_limit: str = "skip"
+    stand_in_model: str | None = None
+
+    @property
+    def is_person(self) -> bool:
+        return self.model == PERSON
 
 
 @dataclass
@@ -174,7 +189,15 @@ class DebateConfig:
 
     # ----- conversion -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as a mapping; an agent that is not a person leaves out its seat settings
+        while they are the defaults (a config of model agents reads as it did before seats)."""
+        data = dataclasses.asdict(self)
+        for agent in data["agents"] if isinstance(data.get("agents"), list) else ():
+            if isinstance(agent, dict) and agent.get("model") != PERSON:
+                for name in SEAT_FIELDS:
+                    if name in agent and agent[name] == _SEAT_DEFAULTS[name]:
+                        del agent[name]
+        return data
 
     @classmethod
     def from_dict(cls, data: Any, *, check_models: bool = True) -> "DebateConfig":
@@ -315,10 +338,33 @@ class DebateConfig:
             yield partial(_check_text, f"{where}.persona", agent.persona, MAX_TEXT)
             yield partial(_check_number, f"{where}.temperature", agent.temperature, *AGENT_TEMPERATURE)
             yield partial(_check_int, f"{where}.max_tokens", agent.max_tokens, *AGENT_MAX_TOKENS)
-            yield partial(check_model, f"{where}.model", agent.model)
+            if agent.model != PERSON:  # a person has no model to check
+                yield partial(check_model, f"{where}.model", agent.model)
+            yield partial(_check_seat, where, agent, check_model)
+        if all(isinstance(a, AgentConfig) and a.model == PERSON for a in self.agents):
+            yield partial(_fail, "agents[0].model", "at least one agent must be a model: every agent is a "
+                                                   "person, and the judge, persona writer and summarizer "
+                                                   "fall back to the first model agent's model")
 
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(DebateConfig))
+_SEAT_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AgentConfig) if f.name in SEAT_FIELDS}
+
+
+def _check_seat(where: str, agent: AgentConfig, check_model: Callable[[str, Any], None]) -> None:
+    """A seat's settings (checked on every agent, needed only by a person's): a time limit in range, what
+    happens at it, and a stand-in model (any model name but a person) when a model is to speak in the
+    seat's place."""
+    _check_number(f"{where}.time_limit_s", agent.time_limit_s, *SEAT_TIME_LIMIT_S)
+    _check_component(f"{where}.at_time_limit", agent.at_time_limit, AT_TIME_LIMIT, "action at the time limit")
+    if agent.stand_in_model is None:
+        if agent.at_time_limit == "model" and agent.model == PERSON:
+            raise ConfigError(f"{where}.stand_in_model", "name the model that speaks in the seat's place "
+                                                         "at the time limit")
+        return
+    if agent.stand_in_model == PERSON:
+        raise ConfigError(f"{where}.stand_in_model", "a stand-in must be a model, not a person")
+    check_model(f"{where}.stand_in_model", agent.stand_in_model)
 _AGENT_SETTINGS = frozenset(f.name for f in dataclasses.fields(AgentConfig))
 
 

@@ -17,7 +17,7 @@ from .answers import extracted_answer, final_answer, json_reply
 from .calls import Calls, DebateState, Request, call_problem
 from .config import DebateConfig, clip, short_repr
 from .discussion import Discussion
-from .events import DISCUSSION_KINDS, Turn, VoteCast
+from .events import DISCUSSION_KINDS, PERSON, SEAT_SKIPPED, Turn, VoteCast
 from .ports import Emit
 from .protocols.ballots import Ballot, parse_ballot
 from .protocols.schemas import ReplyFormat, ballot_format, choice_format, extraction_format
@@ -91,10 +91,12 @@ class DebateContext:
             requests = [(a, "extraction", self._own_solution_messages(a), None) for a in agents]
             pairs = [(t.agent, final_answer(t.content)) for t in self.calls.ask_many(requests)]
         elif self.cfg.extract_final_answers:
-            requests = [(a, "extraction", self._extraction_messages(a, d), None, extraction_format())
-                        for a, d in zip(agents, drafts)]
-            turns = self.calls.ask_many(requests)
-            pairs = [(t.agent, extracted_answer(t.content) or final_answer(d)) for t, d in zip(turns, drafts)]
+            # A person's solution is read from what they typed (the same reader as without extraction):
+            # the extraction is a model's step (seed 000 E.1), not a second question to the person.
+            models = [(a, d) for a, d in zip(agents, drafts) if not self._is_person(a)]
+            requests = [(a, "extraction", self._extraction_messages(a, d), None, extraction_format()) for a, d in models]
+            extracted = {t.agent: extracted_answer(t.content) for t in self.calls.ask_many(requests)}
+            pairs = [(a, extracted.get(a) or final_answer(d)) for a, d in zip(agents, drafts)]
         else:
             pairs = [(a, final_answer(d)) for a, d in zip(agents, drafts)]
         agents, solutions = [a for a, _ in pairs], [s for _, s in pairs]
@@ -108,24 +110,31 @@ class DebateContext:
 
     def extract_answer(self, agent: str, text: str, intro: str | None = None) -> str:
         """`agent`'s final solution in `text`: its own last reply, or (with `intro`) other messages."""
-        if not self.cfg.extract_final_answers:
+        if not self.cfg.extract_final_answers or self._is_person(agent):
             return final_answer(text)
         extracted = self.calls.ask(agent, "extraction", self._extraction_messages(agent, text, intro),
                                    reply=extraction_format())
         return extracted_answer(extracted.content) or final_answer(text)
+
+    def _is_person(self, agent: str) -> bool:
+        """Does a person speak for `agent` (a seat, mad_core/seats.py)?"""
+        return any(a.label == agent and a.model == PERSON for a in self.cfg.agents)
 
     def _extraction_messages(self, agent: str, draft: str, intro: str | None = None) -> list[dict[str, str]]:
         return prompts.extraction_prompt(self.discussion.plain_system(agent), self.cfg.question, self.cfg.task,
                                          draft, *([intro] if intro else []))
 
     def collect_ballots(self, protocol: str, solutions: list[str]) -> list[Ballot]:
-        """One ballot per agent; an unparseable one is re-asked up to `vote_retries` times."""
+        """One ballot per agent; an unparseable one is re-asked up to `vote_retries` times. A person's
+        seat that let its time limit pass (its turn skipped) is not asked again: it abstains."""
         cfg, labels = self.cfg, self.labels
         reply = ballot_format(protocol, len(solutions), cfg.cumulative_points)
         ballots: dict[str, Ballot] = {}
         reasons: dict[str, str | None] = {label: None for label in labels}
+        abstained: set[str] = set()
         for attempt in range(1, cfg.vote_retries + 2):
-            todo = [label for label in labels if label not in ballots or not ballots[label].valid]
+            todo = [label for label in labels
+                    if label not in abstained and (label not in ballots or not ballots[label].valid)]
             if not todo or self.stopped:
                 break
             requests: list[Request] = [
@@ -134,6 +143,8 @@ class DebateContext:
                  None, reply) for label in todo]
 
             def count(turn: Turn, attempt: int = attempt) -> None:
+                if turn.seat == SEAT_SKIPPED:
+                    abstained.add(turn.agent)
                 if turn.status != "ok":
                     ballot = Ballot(None, False, call_problem(turn, "vote"))
                 else:

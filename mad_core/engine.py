@@ -20,6 +20,11 @@ recorded events on the worker thread, transient ones (a turn's start, its tokens
 the thread of the call that made them. A listener may steer (a stop at a given turn happens
 exactly there); one that raises ends the debate as failed, naming the cause.
 
+Seats: an agent whose model is a person (`config.PERSON`) gets a seat in `seats` (the process's
+`seats.REGISTRY` unless another is given) as the engine is made, so its code can be handed out
+before its first turn; its turns wait for the seat's reply (`calls.Calls`); the seats close when
+the debate ends.
+
 `stream=False` says nobody watches the debate as it happens (a sweep, `run --no-stream`): each
 reply is asked for whole (`calls.Calls`), far less CPU a call, and comes as one `TokenReceived`.
 Debates in the app keep streaming (the default).
@@ -54,6 +59,7 @@ from .phases import assign_personas, run_challenge
 from .protocols.decision import Outcome
 from .recorder import Recorder, StoreSource
 from .replay import Origin, Replay
+from .seats import REGISTRY as SEATS, SeatRegistry
 from .store import ClaimLost, new_owner
 
 _DONE = object()
@@ -64,7 +70,8 @@ class DebateEngine:
     """Runs one debate. Create it, then iterate `run()`; steer it through `controller`."""
 
     def __init__(self, config: DebateConfig, *, controller: Controller | None = None, store: StoreSource | None = None,
-                 origin: Origin | None = None, listeners: Iterable[Listener] = (), stream: bool = True):
+                 origin: Origin | None = None, listeners: Iterable[Listener] = (), stream: bool = True,
+                 seats: SeatRegistry | None = None):
         self.cfg = config.validate()
         self.controller = controller or Controller()
         self.controller.bind([a.label for a in config.agents])
@@ -82,9 +89,12 @@ class DebateEngine:
         ordering = registry.get("ordering", config.ordering)(config, random.Random(config.seed))
         self._replay = Replay(self.origin)
         self.state = DebateState(personas={a.label: a.persona for a in config.agents}, order=self.agent_labels())
+        self.seats = seats if seats is not None else SEATS
+        people = [(i, a.label, a.time_limit_s) for i, a in enumerate(self.cfg.agents) if a.is_person]
+        self.seat_ids = self.seats.open_debate(self.debate_id, people, config.question) if people else {}  # label -> seat id
         self.calls = Calls(self.cfg, self.controller, self.state, self._replay, emit=self._emit, push=self._push,
                            read_turn=lambda turn: self.paradigm.read_turn(turn, self.cfg, generator.shares_answers),
-                           debate_id=self.debate_id, stream=stream)
+                           debate_id=self.debate_id, stream=stream, seats=self.seats, seat_ids=self.seat_ids)
         discussion = Discussion(self.cfg, self.state, self.paradigm, generator, self.protocol, ordering, self._replay)
         self.context = DebateContext(self.cfg, self.state, self.calls, discussion, self._emit)
 
@@ -132,6 +142,8 @@ class DebateEngine:
             self._fail_visibly(exc)
         finally:
             self.calls.close()
+            if self.seat_ids:
+                self.seats.close_debate(self.debate_id)
             self.controller.publish(phase="ended", expected=0, received=0, deciding=False)
             if self._recorder is not None:
                 self._recorder.end(failed=self.state.status == "failed", progressed=self.calls.new_ok_turns > 0)

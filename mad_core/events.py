@@ -24,6 +24,9 @@ DISCUSSION_KINDS = ("draft", "discussion", "proposal", "debate", "adjustment", "
 # Statuses of a turn and of a debate.
 TURN_STATUSES = ("ok", "failed", "interrupted")
 DEBATE_STATUSES = ("running", "finished", "stopped", "failed", "interrupted")
+SEAT_SKIPPED = "skipped"  # Turn.seat of a seat's turn whose time limit passed with nobody speaking
+SEAT_MARKS = ("person", "stand-in", SEAT_SKIPPED)  # Turn.seat
+PERSON = "person"  # the model name of an agent a person speaks for (config.PERSON; its seat: mad_core/seats.py)
 
 
 @dataclass
@@ -50,6 +53,10 @@ class Turn:
     attempts: int = 1
     started_at: float = 0.0
     finished_at: float = 0.0
+    # A seat's turn (an agent a person speaks for, mad_core/seats.py): "person" (the seat's holder
+    # typed it), "stand-in" (the seat's time limit passed and its stand-in model spoke for it) or
+    # "skipped" (the time limit passed, nobody spoke); None: a model agent's turn.
+    seat: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .config import MAX_NAME, ConfigError, DebateConfig, clip, field_name, one_line, short_repr
-from .events import DEBATE_STATUSES, TURN_KINDS, TURN_STATUSES, Turn
+from .events import DEBATE_STATUSES, SEAT_MARKS, TURN_KINDS, TURN_STATUSES, Turn
 
 EXPORT_FORMAT = "madlab-debate"
 EXPORT_VERSION = 1
@@ -253,6 +253,7 @@ TURN_COLUMNS: dict[str, Column] = {
     "agreement": flag(nullable=True), "confidence": whole(MIN_INT, MAX_INT, nullable=True),
     "prompt_tokens": INDEX, "completion_tokens": INDEX, "latency_s": number(), "first_token_s": number(nullable=True),
     "attempts": INDEX, "started_at": number(), "finished_at": number(),
+    "seat": text(nullable=True, choices=SEAT_MARKS),  # a seat's turn (Turn.seat; absent in older exports)
 }
 # Turn fields without a default must be present; the others default as in `Turn`.
 TURN_REQUIRED = frozenset(f.name for f in dataclasses.fields(Turn)

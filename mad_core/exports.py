@@ -256,7 +256,7 @@ def to_markdown(store: Store, debate_id: str, *, embed: Any = None) -> str:
         lines += ["", f"## Round {number}"]
         for turn in (t for t in data["turns"] if t["round"] == number):
             lines += ["", f"### {turn['agent']} · {turn['kind']} ({turn['model']})", ""]
-            if turn["status"] != "ok":
+            if turn["status"] != "ok" or turn.get("seat") == "stand-in":  # a stand-in's note: it spoke for a person
                 lines += [f"*{turn['status']}: {turn.get('error') or 'no detail'}*", ""]
             lines.append(turn["content"] or "(no text)")
             if turn.get("answer"):
@@ -293,7 +293,7 @@ def to_markdown(store: Store, debate_id: str, *, embed: Any = None) -> str:
 # The per-debate CSV's own columns (`to_csv`), before its metric columns `round_*`: every row names
 # its debate (question, reference, answer type), so the CSVs of many debates concatenate into one table.
 TURN_CSV_COLUMNS = ("debate_id", "question", "reference", "answer_type", "turn_id", "seq", "round", "agent", "kind",
-                    "model", "status", "content", "answer", "answer_read", "confidence", "prompt_tokens",
+                    "model", "seat", "status", "content", "answer", "answer_read", "confidence", "prompt_tokens",
                     "completion_tokens", "latency_s", "annotations")
 # Turns whose own answer `answer_read` reads: the discussion's, the final-answer extraction, the challenge.
 ANSWER_READ_KINDS = (*DISCUSSION_KINDS, "extraction", "challenge")

@@ -167,7 +167,8 @@ ENTRIES: tuple[Entry, ...] = (
            "run on this machine, empty when the price is not known.",
            "Σ over calls of prompt tokens × input price + completion tokens × output price"),
     _entry(DEBATE, "latency", ("latency_s", "seconds", "seconds in model calls"),
-           "How many seconds a model call took from asking to the last word of the reply.", ""),
+           "How many seconds a model call took from asking to the last word of the reply (a person's seat: "
+           "the seconds from the turn's start to the reply).", ""),
     _entry(DEBATE, "challenged", ("challenge_rate", "challenged"),
            "The share of debates whose decided answer the first agent challenged with a new answer in the "
            "challenge step.",
@@ -299,7 +300,12 @@ ENTRIES: tuple[Entry, ...] = (
     _entry(CSV, "agent", ("agent",),
            "Who spoke: an agent's label, or the judge, the summarizer or the supervisor.", ""),
     _entry(CSV, "model", ("model",),
-           "The model that wrote the turn, as a litellm name (provider/model).", ""),
+           "The model that wrote the turn, as a litellm name (provider/model); \"person\" when a person typed "
+           "it in a seat.", ""),
+    _entry(CSV, "seat", ("seat",),
+           "A seat's turn (an agent a person speaks for): person (the person typed it), stand-in (the seat's "
+           "time limit passed and the stand-in model spoke for it) or skipped (nobody spoke); empty for a "
+           "model agent's turn.", ""),
     _entry(CSV, "status", ("status",),
            "Whether the model call succeeded (ok), failed, or was cut off (interrupted).", ""),
     _entry(CSV, "content", ("content", "text"),

@@ -255,7 +255,8 @@ def _poll_entry(number: int, result: dict[str, Any]) -> dict[str, Any]:
     """One prediction poll as the handout shows it (its texts unescaped: each format escapes them)."""
     poll, right = result["poll"], result["right_options"]
     decision = result["decision"]
-    title = f"Poll {number}" + (f" · round {poll['round']}" if poll.get("round") is not None else "")
+    rnd = poll.get("round")
+    title = f"Poll {number}" + ("" if rnd is None else " · before the debate" if rnd == 0 else f" · round {rnd}")
     if decision is None:
         decided = "No decision was reached."
     else:

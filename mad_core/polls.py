@@ -23,6 +23,12 @@ normalized answer); when none does, "Something else" (`SOMETHING_ELSE`) is right
 mark another option right (`mark_right`), but never "Something else" when the decision is one of
 the listed answers.
 
+One poll of a debate takes predictions at a time (`open_poll` refuses a second while one is open), so a
+teacher opens one before the debate and one after any round (each poll's `round`). Every poll gets a join
+code when it opens (`mad_core.join_codes`, kind "poll": what a student types on /join); the code is retired
+when the poll stops taking predictions (closed, decided, revealed; `retire_codes` for polls a live debate's
+decision closed in the store), so a closed poll's code admits nobody.
+
 What it must not do: import streamlit, call a model, or write anything when the input is invalid:
 every check runs before the write and the error (`PollError`) names the field. Its tables (`polls`,
 `predictions`) come with their own migrations (m005, m007, below). Writes go through
@@ -40,6 +46,7 @@ from typing import Any, Iterable
 
 from sqlite_utils import Database
 
+from . import join_codes
 from .answers import decided_answer, normalize_answer
 from .metrics.report import AnswerReader
 from .shorten import cut_words
@@ -169,21 +176,34 @@ def agent_options(replies: dict[str, str], config: dict | None = None) -> list[s
     (`mad_core.metrics.report.AnswerReader` with the debate's answer type: "yes", "no", "B", "91"),
     one option per distinct answer, in the agents' order; a reply the type cannot read is left out;
     a free-text answer is cut at a word to AGENT_OPTION_CHARS. Never raises."""
-    kind = DebateAnswerType.of(config)
-    reader = AnswerReader(kind.kind, kind.options, None)  # no reference: the poll must not lean on it
     found: list[str] = []
     seen: set[str] = set()  # the reader's keys, and the options as `clean_options` compares them
-    for text in replies.values():
-        try:
-            key, display, _ = reader.read(text if isinstance(text, str) else None)
-        except Exception:  # noqa: BLE001 - an odd reply is left out, never a broken poll form
-            continue
-        option = cut_words(display, AGENT_OPTION_CHARS) if key is not None else ""
+    for key, option in _read_replies(replies, config).values():
         same = {key, normalize_answer(option) or option.lower()}
         if option and not same & seen:
             found.append(option)
         seen |= same
     return found
+
+
+def agent_answers(replies: dict[str, str], config: dict | None = None) -> dict[str, str]:
+    """Each agent's answer as `agent_options` reads it (agent -> "yes", "B", "91"), for the agents whose
+    reply the debate's answer type can read. Never raises."""
+    return {agent: option for agent, (_, option) in _read_replies(replies, config).items() if option}
+
+
+def _read_replies(replies: dict[str, str], config: dict | None) -> dict[str, tuple[Any, str]]:
+    """agent -> (the reader's key, the answer as an option: cut at a word; "" when unreadable)."""
+    kind = DebateAnswerType.of(config)
+    reader = AnswerReader(kind.kind, kind.options, None)  # no reference: the poll must not lean on it
+    read: dict[str, tuple[Any, str]] = {}
+    for agent, text in replies.items():
+        try:
+            key, display, _ = reader.read(text if isinstance(text, str) else None)
+        except Exception:  # noqa: BLE001 - an odd reply is left out, never a broken poll form
+            continue
+        read[agent] = (key, cut_words(display, AGENT_OPTION_CHARS) if key is not None else "")
+    return read
 
 
 def _poll_row(store, poll_id: Any) -> dict[str, Any]:
@@ -236,10 +256,15 @@ def open_poll(store, debate_id: str, options: Iterable[Any], question: str = DEF
     if round is not None and (isinstance(round, bool) or not isinstance(round, int) or round < 0):
         raise PollError("round", f"expected a round number, got {round!r}")
     poll_id = uuid.uuid4().hex[:10]
-    with store.transaction() as db:
+    with store.transaction() as db:  # the check and the write in one transaction: two clicks open one poll
+        still_open = [poll for poll in polls_of(store, debate_id) if poll["status"] == "open"]
+        if still_open:
+            raise PollError("debate_id", f"poll {still_open[0]['id']} of this debate is still open: close it "
+                                         "before opening another")
         db["polls"].insert({"id": poll_id, "debate_id": debate_id, "question": question,
                             "options": json.dumps(options, ensure_ascii=False), "status": "open",
                             "created_at": time.time(), "round": round})
+        join_codes.issue(store, "poll", poll_id)  # a savepoint of this transaction: a poll never lacks its code
     return poll_id
 
 
@@ -280,6 +305,12 @@ def _predictions(store, poll_id: str) -> list[dict[str, Any]]:
     return rows
 
 
+def predictions_of(store, poll_id: str) -> list[dict[str, Any]]:
+    """The poll's predictions, whatever its status (the class CSV, the teacher's list of who predicted):
+    [{"device", "voter", "label", "option", "at"}] in the order their devices first predicted."""
+    return _predictions(store, poll_id)
+
+
 def prediction_of(store, poll_id: str, device: str) -> dict[str, str] | None:
     """This device's prediction, {"voter": the name it is shown under, "option"}, or None."""
     if not valid_device(device) or get_poll(store, poll_id) is None:
@@ -314,6 +345,23 @@ def _set_status(store, poll_id: str, status: str, allowed_from: tuple[str, ...],
         if poll["status"] not in allowed_from:
             raise PollError("poll_id", f"the poll is {poll['status']}: it cannot be {status}")
         db.execute("UPDATE polls SET status = ? WHERE id = ?", [status, poll["id"]])
+        join_codes.retire(store, "poll", poll["id"])  # no longer open: its code admits nobody
+
+
+def retire_codes(store, debate_id: str) -> None:
+    """Retire the join codes of the debate's polls that take no more predictions (a live debate's
+    decision closes its poll in the store without a write: see `_decoded`)."""
+    for poll in polls_of(store, debate_id):
+        if poll["status"] != "open":
+            join_codes.retire(store, "poll", poll["id"])
+
+
+def poll_code(store, poll: dict[str, Any]) -> str | None:
+    """The join code students type for `poll` while it takes predictions (issued now for a poll opened
+    before polls had codes); None once it is not open."""
+    if poll["status"] != "open":
+        return None
+    return join_codes.code_of(store, "poll", poll["id"]) or join_codes.issue(store, "poll", poll["id"])
 
 
 def close(store, poll_id: str) -> None:

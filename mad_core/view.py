@@ -39,6 +39,7 @@ class TurnView:
     completion_tokens: int = 0
     latency_s: float = 0.0
     started_at: float = 0.0
+    seat: str | None = None  # a seat's turn: "person", "stand-in" or "skipped" (Turn.seat); None: a model's
 
 
 @dataclass
@@ -223,6 +224,7 @@ def _turn_finished(v: DebateView, e: TurnFinished) -> None:
         _turn_started(v, TurnStarted(t.id, t.round, t.agent, t.kind, t.model, t.prompt, ts=t.started_at))
         view = v.turn(t.id)
     view.text, view.status, view.seq, view.error = t.content, t.status, t.seq, t.error
+    view.model, view.seat = t.model, t.seat  # a seat's stand-in model spoke in the person's place
     view.answer, view.agreement, view.confidence = t.answer, t.agreement, t.confidence
     view.prompt_tokens, view.completion_tokens, view.latency_s = t.prompt_tokens, t.completion_tokens, t.latency_s
     view.retries = max(view.retries, (t.attempts or 1) - 1)  # also when no TurnRetried was seen (stored)

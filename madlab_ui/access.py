@@ -10,7 +10,8 @@ Roles
   and reveals its reference while it runs; another tab without the token, or a browser that has
   only `?debate=<id>`, watches read-only. A live debate with no owner (started outside a browser
   session) is steered by any teacher.
-- visitor: anyone else (a student's phone on the network). Opens only the Poll page, a
+- visitor: anyone else (a student's phone on the network). Opens only the Poll page, Join (the poll or
+  seat a typed code names, and later only what that device joined), a
   read-only view of the debate named in the link (the Debate page with `?debate=<id>`, the
   Presenter) and the Glossary (what the numbers mean; nothing of any debate); never steers, starts,
   deletes, exports, reveals a reference or lists debates.
@@ -57,9 +58,10 @@ HELD = "access_key_held"  # session key: this session presented the teacher key
 SEEN_REMOTE = "access_seen_remote"  # session key: this session was seen connected from another machine
 KEY_REFUSED = "access_key_refused"  # session key: a wrong key was presented (said once)
 FORWARDING = ("x-forwarded-for", "forwarded", "x-real-ip")
-# A visitor's pages: the Debate page read-only, the Presenter, the Poll, and the Glossary (it shows no
-# debate, setting or key: only what the numbers a visitor sees mean).
-VISITOR_PAGES = ("Debate", "Presenter", "Poll", "Glossary")
+# A visitor's pages: the Debate page read-only, the Presenter, the Poll, Join (a code and a nickname: it opens
+# only what a code the teacher showed names, `mad_core.classroom`), and the Glossary (it shows no debate,
+# setting or key: only what the numbers a visitor sees mean).
+VISITOR_PAGES = ("Debate", "Presenter", "Poll", "Join", "Glossary")
 REFUSED = "This page is for the teacher only: open the link you were given (a poll or the projected debate)."
 READ_ONLY = "Only the session that started this debate can steer it."
 VISITOR_HOME = "Open the link you were given: a poll, or the debate on the projector."

@@ -44,7 +44,7 @@ from typing import Any
 import streamlit as st
 
 from mad_core import live, prompts, registry
-from mad_core.config import CONNECTIVITY_NAMES, AgentConfig, ConfigError, DebateConfig
+from mad_core.config import AT_TIME_LIMIT, CONNECTIVITY_NAMES, PERSON, AgentConfig, ConfigError, DebateConfig
 from mad_core.model_keys import key_problems
 from mad_core.models import (DEFAULT_MODEL, call_model, ensure_registered, known_models, response_format_support,
                              validate_model_name)
@@ -85,7 +85,10 @@ FIELD_KEYS = {
     "kks_depth": "kks_depth", "kks_order": "kks_order", "supervisor_model": "supervisor_model",
 }
 AGENT_KEYS = {"label": "agent_label_{i}", "model": "agent_model_{i}", "persona": "agent_persona_{i}",
-              "temperature": "agent_temp_{i}"}
+              "temperature": "agent_temp_{i}", "time_limit_s": "agent_seatlimit_{i}",
+              "at_time_limit": "agent_atlimit_{i}", "stand_in_model": "agent_standin_{i}"}
+SEAT_KEYS = ("time_limit_s", "at_time_limit", "stand_in_model")  # a person's seat (shown when the model is PERSON)
+AT_LIMIT_WORDS = {"skip": "skip the turn (the transcript says so)", "model": "a model speaks in the seat's place"}
 # answer_type -> its label in the form (the kinds of mad_core.tasks.answer_types.KINDS)
 ANSWER_KINDS = {"text": "free text", "choice": "multiple choice (letter)", "number": "number", "yes_no": "yes / no",
                 "kks": "Knight-Knave-Spy assignment"}
@@ -122,13 +125,18 @@ LABELS = {
     "vote_retries": "Re-asks for an unreadable ballot", "kks_depth": "Debate passes per player (depth)",
     "kks_order": "Order of the players", "supervisor_model": "Supervisor model (breaks ties of the vote)",
 }
-AGENT_LABELS = {"label": "Label {n}", "model": "Model {n}", "persona": "Persona {n}", "temperature": "Temperature {n}"}
+AGENT_LABELS = {"label": "Label {n}", "model": "Model {n}", "persona": "Persona {n}", "temperature": "Temperature {n}",
+                "time_limit_s": "Time limit {n} (seconds)", "at_time_limit": "At the time limit {n}",
+                "stand_in_model": "Stand-in model {n}"}
+_AGENT_KEY_NAMES = {"temp": "temperature", "seatlimit": "time_limit_s", "atlimit": "at_time_limit",
+                    "standin": "stand_in_model"}
 # The reference's mask (our own static CSS, no user text): typed characters show as discs.
 MASK_REFERENCE = "<style>.st-key-reference input { -webkit-text-security: disc; }</style>"
 
 
 def _agent_defaults(i: int) -> dict[str, Any]:
-    return {"label": f"Agent {i + 1}", "model": DEFAULT_MODEL, "persona": "", "temperature": _AGENT.temperature}
+    return {"label": f"Agent {i + 1}", "model": DEFAULT_MODEL, "persona": "", "temperature": _AGENT.temperature,
+            "time_limit_s": _AGENT.time_limit_s, "at_time_limit": _AGENT.at_time_limit, "stand_in_model": ""}
 
 
 def form_defaults() -> dict[str, Any]:
@@ -189,6 +197,7 @@ def config_to_state(config: dict[str, Any]) -> dict[str, Any]:
     for i, agent in enumerate(agents):
         for name, pattern in AGENT_KEYS.items():
             state[pattern.format(i=i)] = agent.get(name, _agent_defaults(i)[name])
+        state[AGENT_KEYS["stand_in_model"].format(i=i)] = agent.get("stand_in_model") or ""  # None: none chosen
     if agents:
         state["max_tokens"] = agents[0].get("max_tokens", _AGENT.max_tokens)
     state[FORM_EXTRA] = {k: v for k, v in config.items() if k not in shown}
@@ -226,6 +235,10 @@ def form_config(state=None) -> dict[str, Any]:
         "temperature": float(agent(i, "temperature")),
         "max_tokens": state["max_tokens"],
     } for i in range(min(n, MAX_AGENTS))]  # more than the form shows: refused by `problems`
+    for i, entry in enumerate(agents):  # a person's seat settings (validation names a bad one)
+        if entry["model"] == PERSON:
+            entry.update(time_limit_s=agent(i, "time_limit_s"), at_time_limit=agent(i, "at_time_limit"),
+                         stand_in_model=str(agent(i, "stand_in_model") or "").strip() or None)
     data = dict(state.get(FORM_EXTRA) or {})
     data.update({name: state[key] for key, name in FIELD_KEYS.items()})
     data["agents"] = agents
@@ -269,9 +282,9 @@ def widget_for(field: str) -> str:
 
 def label_of(key: str) -> str:
     """A widget's label as the error summary names it ("Model 2", "Reference answer")."""
-    match = re.fullmatch(r"agent_(label|model|persona|temp)_(\d+)", key)
+    match = re.fullmatch(r"agent_(label|model|persona|temp|seatlimit|atlimit|standin)_(\d+)", key)
     if match:
-        name = "temperature" if match.group(1) == "temp" else match.group(1)
+        name = _AGENT_KEY_NAMES.get(match.group(1), match.group(1))
         return AGENT_LABELS[name].format(n=int(match.group(2)) + 1)
     return LABELS.get(key, key).split(" (")[0]
 
@@ -775,6 +788,22 @@ def _render_connectivity() -> None:
     error_slot("connectivity")
 
 
+def _render_seat(keys: dict[str, str]) -> None:
+    """A person's seat settings: the time limit and what happens at it (a stand-in model, or a skip)."""
+    with st.container(key=f"seat_settings_{keys['model']}"):
+        left, right = st.columns(2)
+        left.number_input(label_of(keys["time_limit_s"]), step=10.0, key=keys["time_limit_s"], persist_state=PERSIST)
+        right.selectbox(label_of(keys["at_time_limit"]), list(AT_TIME_LIMIT), key=keys["at_time_limit"],
+                        persist_state=PERSIST, format_func=lambda v: AT_LIMIT_WORDS.get(v, v))
+        error_slot(keys["time_limit_s"])
+        error_slot(keys["at_time_limit"])
+        if st.session_state.get(keys["at_time_limit"]) == "model":
+            st.selectbox(label_of(keys["stand_in_model"]), [""] + _model_options(st.session_state.get(keys["stand_in_model"])),
+                         key=keys["stand_in_model"], persist_state=PERSIST, accept_new_options=True,
+                         format_func=lambda m: m or "(choose the model that speaks for the person)")
+        error_slot(keys["stand_in_model"])
+
+
 def _render_agent(i: int) -> None:
     keys = {name: pattern.format(i=i) for name, pattern in AGENT_KEYS.items()}
     with st.container(border=True):
@@ -782,12 +811,15 @@ def _render_agent(i: int) -> None:
         with left:
             st.text_input(label_of(keys["label"]), key=keys["label"], persist_state=PERSIST)
         with right:
-            st.selectbox(label_of(keys["model"]), _model_options(st.session_state.get(keys["model"])),
-                         key=keys["model"], persist_state=PERSIST, accept_new_options=True,
+            options = list(dict.fromkeys(_model_options(st.session_state.get(keys["model"])) + [PERSON]))
+            st.selectbox(label_of(keys["model"]), options, key=keys["model"], persist_state=PERSIST,
+                         accept_new_options=True, format_func=lambda m: "a person" if m == PERSON else m,
                          help="Any litellm model name (provider/model) can be typed; the Models page lists the "
-                              "providers.")
+                              "providers. \"a person\": somebody types this agent's turns (a seat).")
         error_slot(keys["label"])
         error_slot(keys["model"])
+        if st.session_state.get(keys["model"]) == PERSON:
+            _render_seat(keys)
         st.text_input(label_of(keys["persona"]), key=keys["persona"], persist_state=PERSIST,
                       placeholder="optional: who this agent is")
         error_slot(keys["persona"])

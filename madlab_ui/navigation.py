@@ -37,6 +37,7 @@ PAGES = [
     ("pages/8_Coding.py", "Coding", "🏷️", "Coding"),
     ("pages/5_Presenter.py", "Presenter", "📽️", "Presenter"),
     ("pages/6_Poll.py", "Poll", "🗳️", "Poll"),
+    ("pages/9_join.py", "Join", "🔑", "join"),  # its file named as its URL: a first load of /join finds it
     ("pages/7_Glossary.py", "Glossary", "📖", "Glossary"),
 ]
 

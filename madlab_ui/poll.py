@@ -25,6 +25,12 @@ students open on their own devices (`/Poll?poll=<id>`).
   URL as `device=`, and in the session; a reload keeps it), so a device that predicts again changes its own
   prediction and two students who type one name are two voters; a refused name says why ("Your name: ...").
 
+Join codes: while a poll is open the stage (`poll_code`) and the teacher's controls (`poll_teacher_code`)
+show its code in big type with the /join address (`render_code`; madlab_ui/join.py is that page). A debate
+has one open poll at a time; with several, the teacher picks the one on the stage (`poll_pick`), and the
+form for the next one appears once none is open. `render_poll` is the students' view of one poll, shared
+by this page and /join (there the nickname is the name, and the page follows the debate's next poll).
+
 Counts are never drawn before the reveal: `mad_core.polls.results` does not even return them.
 What it must not do: write the store except through `mad_core.polls`, or render user or model
 text as HTML (options, names and questions are markdown-escaped or plain text).
@@ -50,6 +56,9 @@ QR_PX = 120  # the QR code on the stage: a phone reads it across a classroom fro
 STAGE_ROWS = 4  # answers listed on the stage after the reveal (the rest summed up in one line)
 STAGE_OPTION_CHARS = 32  # an answer on the stage's results (its whole text is on the students' page)
 POLL_PAGE = "Poll"  # the students' page's URL path (madlab_ui/navigation.py)
+JOIN_PAGE = "join"  # the page where a student types a join code (madlab_ui/join.py)
+CLASS_VIEW = "presenter_class_view"  # session key: False while the teacher shows the agents after a reveal
+PICK = "poll_pick"  # session key (the teacher's selectbox): the poll on the stage, when the debate has several
 NOTICE = "poll_notice"  # session key: (kind, message) shown once after a poll action
 DEVICE_PARAM = "device"  # URL parameter of the students' page: this device's token
 POLL_DEVICE = "poll_device"  # session key: this device's token
@@ -60,9 +69,10 @@ TEACHER_FIELDS = {"voter": "Student's name", "option": "Answer", "options": "Ans
 
 
 def current_poll(store, debate_id: str) -> dict | None:
-    """The debate's newest poll."""
+    """The poll on the stage: the teacher's pick among the debate's polls (PICK), else the newest."""
     found = polls.polls_of(store, debate_id)
-    return found[0] if found else None
+    picked = [poll for poll in found if poll["id"] == st.session_state.get(PICK)]
+    return (picked or found or [None])[0]
 
 
 def poll_url(poll_id: str) -> str:
@@ -73,15 +83,20 @@ def poll_url(poll_id: str) -> str:
 def poll_link(poll_id: str) -> tuple[str, bool]:
     """(poll_url, whether a student's device can follow it): a teacher's localhost address becomes
     this machine's network address (`madlab_ui.network`), as Streamlit's own "Network URL"."""
+    return app_link(POLL_PAGE, f"poll={poll_id}")
+
+
+def app_link(page: str, query: str = "") -> tuple[str, bool]:
+    """(a link to this app's `page` with `query` that students type, whether their devices can follow it)."""
     try:
         here = urlsplit(st.context.url or "")
     except Exception:  # noqa: BLE001 - no browser context (tests): a relative link still works
         here = None
     if not here or not here.netloc:
-        return f"/{POLL_PAGE}?poll={poll_id}", True
+        return f"/{page}" + (f"?{query}" if query else ""), True
     base = here.path.rsplit("/", 1)[0] if here.path.count("/") > 1 else ""
     netloc, reachable = network.student_netloc(here.netloc)
-    return urlunsplit((here.scheme, netloc, f"{base}/{POLL_PAGE}", f"poll={poll_id}", "")), reachable
+    return urlunsplit((here.scheme, netloc, f"{base}/{page}", query, "")), reachable
 
 
 def _notice() -> None:
@@ -118,9 +133,11 @@ def close_on_decision(debate_id: str, view: DebateView) -> None:
     taking predictions (a live debate's poll is closed by the store already)."""
     if view.decision is None:
         return
-    poll = current_poll(open_store(), debate_id)
-    if poll is not None and poll["status"] == "open":
-        polls.close_on_decision(open_store(), poll["id"])
+    store = open_store()
+    for poll in polls.polls_of(store, debate_id):
+        if poll["status"] == "open":
+            polls.close_on_decision(store, poll["id"])
+    polls.retire_codes(store, debate_id)  # a live debate's poll closed by the store: its code admits nobody
 
 
 def _fill(view: DebateView) -> None:
@@ -131,6 +148,8 @@ def _open(debate_id: str, rnd: int | None) -> None:
     lines = (st.session_state.get("poll_options") or "").splitlines()
     _act(polls.open_poll, debate_id, lines, st.session_state.get("poll_question") or "", done="Poll opened.",
          something_else=bool(st.session_state.get("poll_something_else", True)), round=rnd)
+    if st.session_state.get(NOTICE, ("",))[0] == "ok":
+        st.session_state.pop(PICK, None)  # the stage shows the new poll
 
 
 def _proxy(poll_id: str) -> None:
@@ -138,6 +157,11 @@ def _proxy(poll_id: str) -> None:
          st.session_state.get("poll_proxy_option"), done="Prediction recorded.")
     if st.session_state.get(NOTICE, ("",))[0] == "ok":
         st.session_state["poll_proxy_voter"] = ""
+
+
+def _reveal(poll_id: str) -> None:
+    _act(polls.reveal, poll_id)
+    st.session_state.pop(CLASS_VIEW, None)  # the stage shows the class's answers (madlab_ui.join)
 
 
 def _mark(poll_id: str) -> None:
@@ -156,39 +180,67 @@ def render_mark(poll: dict) -> None:
 
 
 def render_teacher(debate_id: str, view: DebateView) -> None:
-    """The teacher's poll controls (for the presenter's sidebar)."""
+    """The teacher's poll controls (for the presenter's sidebar): which poll is on the stage (when the
+    debate has several: one before the debate and one after any round), its controls, and the form that
+    opens the next one while none is open (one open poll at a time) and the decision is not shown."""
     store = open_store()
-    poll = current_poll(store, debate_id)
-    decided = view.decision is not None
+    found = polls.polls_of(store, debate_id)
     st.subheader("Prediction poll")
     _notice()
-    if poll is not None and poll["status"] == "revealed":
-        render_mark(poll)
-    if poll is not None and poll["status"] != "revealed":
-        st.caption(f"Poll `{poll['id']}` is **{STATUS_WORDS[poll['status']]}**.")
-        st.selectbox("Record for a student", poll["options"], key="poll_proxy_option")
-        st.text_input("Student's name", key="poll_proxy_voter", placeholder="name")
-        st.button("Record prediction", key="poll_proxy_send", on_click=_proxy, args=(poll["id"],),
-                  disabled=poll["status"] != "open", width="stretch")
-        left, right = st.columns(2)
-        left.button("Close", key="poll_close", on_click=_act, args=(polls.close, poll["id"]),
-                    kwargs={"done": "Predictions closed."}, disabled=poll["status"] != "open", width="stretch")
-        right.button("Reveal", key="poll_reveal", on_click=_act, args=(polls.reveal, poll["id"]),
-                     disabled=not decided, width="stretch",
-                     help="Show the counts and who predicted right (once the decision is shown).")
-        if not decided:
-            st.caption("Reveal becomes possible once the decision is shown.")
+    if len(found) > 1:
+        names = {poll["id"]: poll_name(poll) for poll in found}
+        st.selectbox("Poll on the stage", list(names), key=PICK, format_func=names.get)
+    poll = current_poll(store, debate_id)
+    if poll is not None:
+        render_controls(store, poll, view.decision is not None)
+    if any(other["status"] == "open" for other in found):
         return
-    if decided:
+    if view.decision is not None:
         st.caption("The decision is shown: a new poll would come too late.")
         return
+    render_open_form(debate_id, view, again=bool(found))
+
+
+def poll_name(poll: dict) -> str:
+    """A poll in the teacher's picker: its round, its status, its question (plain text)."""
+    when = "before the debate" if poll.get("round") in (None, 0) else f"after round {poll['round']}"
+    return f"{when} · {STATUS_WORDS[poll['status']]} · {handout.cut_words(poll['question'], 40)}"
+
+
+def render_controls(store, poll: dict, decided: bool) -> None:
+    """The stage poll's controls: its code while open, a prediction recorded for a student, Close and
+    Reveal; after the reveal, which answer counts as right."""
+    if poll["status"] == "revealed":
+        render_mark(poll)
+        return
+    st.caption(f"Poll `{poll['id']}` is **{STATUS_WORDS[poll['status']]}**.")
+    render_code(store, poll, "poll_teacher_code")
+    st.selectbox("Record for a student", poll["options"], key="poll_proxy_option")
+    st.text_input("Student's name", key="poll_proxy_voter", placeholder="name")
+    st.button("Record prediction", key="poll_proxy_send", on_click=_proxy, args=(poll["id"],),
+              disabled=poll["status"] != "open", width="stretch")
+    left, right = st.columns(2)
+    left.button("Close", key="poll_close", on_click=_act, args=(polls.close, poll["id"]),
+                kwargs={"done": "Predictions closed."}, disabled=poll["status"] != "open", width="stretch")
+    right.button("Reveal", key="poll_reveal", on_click=_reveal, args=(poll["id"],),
+                 disabled=not decided, width="stretch",
+                 help="Show the counts and who predicted right (once the decision is shown).")
+    if not decided:
+        st.caption("Reveal becomes possible once the decision is shown.")
+
+
+def render_open_form(debate_id: str, view: DebateView, again: bool) -> None:
+    """The form that opens a poll on the debate as it stands (its round: the latest on the screen, 0
+    before the first)."""
+    if again:
+        st.markdown("**Next prediction**")
     st.session_state.setdefault("poll_options", "\n".join(current_answers(view)))
     st.text_input("Question", value=polls.DEFAULT_QUESTION, key="poll_question")
     st.text_area("Answers to choose from (one per line)", key="poll_options", height=120)
     st.button("Use the agents' current answers", key="poll_fill", on_click=_fill, args=(view,), width="stretch")
     st.checkbox(f"Offer “{polls.SOMETHING_ELSE}” too", value=True, key="poll_something_else",
                 help="Right when the debate decides on none of the listed answers.")
-    shown_round = max((turn.round for turn in view.turns), default=None)
+    shown_round = max((turn.round for turn in view.turns), default=0)
     st.button("Open poll", key="poll_open", type="primary", on_click=_open, args=(debate_id, shown_round),
               width="stretch")
 
@@ -320,12 +372,24 @@ def render_stage(debate_id: str) -> None:
                         st.markdown("Predict on your own device: scan the code or type")
                         with st.container(key="poll_link"):
                             st.code(link, language=None, wrap_lines=False)
+                        render_code(store, poll, "poll_code")
                         if not reachable:
                             st.caption("Students' devices cannot open a localhost link: give them this "
                                        "computer's network address in its place.")
             render_results(result, compact=True)
 
     stage()
+
+
+def render_code(store, poll: dict, key: str) -> None:
+    """The poll's join code in big type (`key`), with the /join address it is typed into; nothing once
+    the poll takes no more predictions (its code is retired)."""
+    code = polls.poll_code(store, poll)
+    if code is None:
+        return
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key=key):
+        st.markdown(f"or open **{md_escape(app_link(JOIN_PAGE)[0])}** and type the code", width="content")
+        st.markdown(f"## `{code}`", width="content")  # the code's alphabet: letters and digits only
 
 
 def qr_png(link: str) -> bytes:
@@ -356,21 +420,24 @@ def guest_name(device: str) -> str:
     return f"guest-{device[:6]}"
 
 
-def _predict(poll_id: str, device: str) -> None:
-    typed = st.session_state.get("poll_voter") or ""
+def _predict(poll_id: str, device: str, nickname: str | None = None) -> None:
+    typed = nickname or st.session_state.get("poll_voter") or ""
     _act(polls.predict, poll_id, typed if typed.strip() else guest_name(device), st.session_state.get("poll_choice"),
          device=device, fields=STUDENT_FIELDS, done="Prediction recorded: you may change it until the poll closes.")
-    st.session_state[POLL_VOTER] = typed  # the name field is filled in again after a reload (session_memory)
+    if nickname is None:
+        st.session_state[POLL_VOTER] = typed  # the name field is filled in again after a reload (session_memory)
 
 
-def _ask(poll: dict, device: str) -> None:
-    """The open poll's answers, the name field and the send button."""
+def _ask(poll: dict, device: str, nickname: str | None) -> None:
+    """The open poll's answers, the name field (none for a student who joined: the nickname is the name)
+    and the send button."""
     st.radio("Which answer will win?", poll["options"], key="poll_choice", index=None,
              format_func=md_escape)  # radio labels are Markdown: an option is shown as typed, never fetched
-    st.session_state.setdefault("poll_voter", st.session_state.get(POLL_VOTER) or "")
-    st.text_input("Your name (optional)", key="poll_voter", placeholder="leave empty to stay anonymous")
-    st.button("Send my prediction", key="poll_predict", type="primary", on_click=_predict, args=(poll["id"], device),
-              disabled=not st.session_state.get("poll_choice"))
+    if nickname is None:
+        st.session_state.setdefault("poll_voter", st.session_state.get(POLL_VOTER) or "")
+        st.text_input("Your name (optional)", key="poll_voter", placeholder="leave empty to stay anonymous")
+    st.button("Send my prediction", key="poll_predict", type="primary", on_click=_predict,
+              args=(poll["id"], device, nickname), disabled=not st.session_state.get("poll_choice"))
 
 
 def render_student_page() -> None:
@@ -380,26 +447,37 @@ def render_student_page() -> None:
         poll_id = st.text_input("Poll code", key="poll_id_input", placeholder="the code your teacher shows")
     if not poll_id:
         return
-    store = open_store()
-    poll = polls.get_poll(store, poll_id)
+    poll = polls.get_poll(open_store(), poll_id)
     if poll is None:
         st.error(f"poll: there is no poll {md_escape(poll_id)} here. Check the link or the code.")
         return
+    render_poll(poll, device_token())
+
+
+def render_poll(poll: dict, device: str, nickname: str | None = None, follow: bool = False) -> None:
+    """A poll as a student's device shows it: the debate's question, the poll's, the answers while open
+    (predicting as `nickname` when the student joined by code, else under the name typed), this device's
+    prediction, the results after the reveal. It reloads itself when the teacher closes or reveals the
+    poll, and (`follow`) when the teacher opens the debate's next poll."""
+    store = open_store()
 
     @st.fragment(run_every=POLL_REFRESH_S)
-    def watch_status() -> None:  # reload the page when the teacher closes or reveals the poll
+    def watch_status() -> None:  # reload the page when the teacher closes or reveals the poll (or opens the next)
         now = polls.get_poll(open_store(), poll["id"])
-        if now is not None and now["status"] != poll["status"]:
+        newest = polls.polls_of(open_store(), poll["debate_id"])[:1] if follow else []
+        if (now is not None and now["status"] != poll["status"]) or (newest and newest[0]["id"] != poll["id"]):
             st.rerun(scope="app")
 
-    device = device_token()
     record = store.get_debate(poll["debate_id"]) or {}
     with st.container(key="poll_debate_question"):
         st.markdown(f"**The debate's question:** {md_escape(record.get('question', ''))}")
+    if nickname is not None:
+        with st.container(key="poll_nickname"):
+            st.markdown(f"You are **{md_escape(nickname)}**")
     st.header(md_escape(poll["question"]))
     _notice()
     if poll["status"] == "open":
-        _ask(poll, device)
+        _ask(poll, device, nickname)
     elif poll["status"] == "closed":
         st.info("Predictions are closed. Wait for the reveal.")
     elif poll["status"] == "decided":

@@ -6,7 +6,10 @@ at the bottom of the page (a collapsed sidebar does not mount its widgets, so th
 One screen without page scroll at 1280x720 (`assets/presenter.css`): the question, a band with the
 decision once shown and the prediction poll (`madlab_ui.poll`: its QR code, link and count while
 open, a few short lines of results after the reveal; once the decision is on the screen the poll
-takes no more predictions), then the agents, whose text scrolls inside each column's own box.
+takes no more predictions), then the agents, whose text scrolls inside each column's own box; once the
+poll on the stage is revealed, the class's answers as a chart beside what the agents had said at that
+poll's round take the agents' place (`madlab_ui.join.render_class_panel`; `presenter_class_toggle`,
+key A, switches back and forth).
 
 It shows either this session's live debate (st.session_state[DEBATE_ID], see `mad_core.live`; the
 current speakers are the agents whose turns are streaming: several at once in a simultaneous round;
@@ -40,7 +43,7 @@ from mad_core.events import TurnFinished
 from mad_core.tasks.answer_types import shown_answer
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
-from . import access, poll, replay, transcript
+from . import access, join, poll, replay, transcript
 from .common import DEBATE_ID, ROOT, agent_style, id8, md_escape, model_markdown, open_store, plain_markdown, short
 
 LIVE_REFRESH_S = 0.5
@@ -99,6 +102,9 @@ def render_stage(view: DebateView, speakers: list[TurnView], where: str, held: s
     is "paused" / "stopping" while the live debate's controller holds it."""
     if where:
         st.caption(where)
+    if join.class_panel_shown(view.debate_id):  # a revealed poll: the class's answers beside the agents'
+        join.render_class_panel(view)
+        return
     latest = latest_turns(view)
     agents = view.agents
     speaking = {turn.agent: turn for turn in speakers}
@@ -309,6 +315,9 @@ def render() -> None:
         _band(view, debate_id)
     if not teacher:
         return
+    with boxes["keys"]:
+        join.render_class_toggle(debate_id)
     with st.sidebar:
         st.divider()
         poll.render_teacher(debate_id, view)
+        join.render_class(debate_id)

@@ -23,6 +23,7 @@ import streamlit as st
 
 from mad_core import handout
 from mad_core.metrics.report import estimated_cost, format_dollars
+from mad_core.config import PERSON
 from mad_core.view import DISCUSSION_KINDS, DebateView, TurnView
 
 from . import access
@@ -39,6 +40,8 @@ STATUS_ICONS = {"running": "🟢", "paused": "⏸️", "stopping": "⏹️", "fi
 FROM_PARENT = "↩️ from the parent"  # a fork's copied turn or message (DebateView.from_parent)
 _TURN_MARKS = {"streaming": "✍️ streaming", "paused": "⏸️ paused", "failed": "❌ failed",
                "interrupted": "⏹️ interrupted"}
+# A seat's turn (TurnView.seat) is marked in its header; the caption under it says the rest (its error/note).
+_SEAT_MARKS = {"person": "🧑 typed by a person", "stand-in": "🤖 stand-in (time limit)", "skipped": "⏭️ skipped"}
 QUESTION_KEY = "debate_question"  # the question's box on the Debate and Transcripts pages
 LONG_QUESTION_CHARS, LONG_QUESTION_LINES = 300, 4  # a longer question gets a bordered box 30 % of the window high
 # Our own static stylesheet (no model or user text in it): the question's box is at most ~30 % of the
@@ -265,6 +268,8 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
             mark = "paused" if paused and turn.status == "streaming" else turn.status
             if mark in _TURN_MARKS:
                 head.append(_TURN_MARKS[mark])
+            if turn.seat in _SEAT_MARKS:
+                head.append(_SEAT_MARKS[turn.seat])
             if turn.retries:
                 head.append(f"retried {turn.retries}×")
             with st.container(key=f"turn_head_{k}"):  # sticks to the top of the box while the text scrolls
@@ -277,7 +282,8 @@ def _bubble(view: DebateView, turn: TurnView, k: int, extras: TurnExtras | None,
             elif turn.text:
                 st.markdown(model_markdown(turn.text) + (" ▌" if turn.status == "streaming" else ""))
             elif turn.status == "streaming":
-                st.caption("paused before its first word" if paused else "thinking…")
+                st.caption("paused before its first word" if paused
+                           else "waiting for the person in this seat…" if turn.model == PERSON else "thinking…")
             if turn.error:
                 st.caption(f"{turn.status}: {md_escape(turn.error)}")
             notes = []

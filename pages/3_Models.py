@@ -1,12 +1,15 @@
 """Models: the models MAD Lab knows, whether their API key is set (never the key itself), a
 short test call per model (max 16 tokens) showing the answer and the latency, and the providers
-a model name may start with (an unknown provider's error points here instead of listing them)."""
+a model name may start with (an unknown provider's error points here instead of listing them);
+better local models to download in one click and an Ollama server's models
+(``madlab_ui.model_downloads``)."""
 from __future__ import annotations
 
 import streamlit as st
 
 from mad_core.models import DEFAULT_MODEL, call_model, known_models, provider_names, validate_model_name
 from madlab_ui.common import md_escape
+from madlab_ui.model_downloads import render_curated, render_ollama
 from madlab_ui.page import page_setup
 
 TESTS = "model_tests"  # session key: {model name: (status, text, seconds)}
@@ -22,6 +25,9 @@ with st.expander(f"Providers MAD Lab can reach ({len(providers)})", key="provide
     st.caption("A model name is `provider/model`: the provider is one of these (litellm's, and MAD Lab's own "
                "local, hf, scripted and callable). An unknown provider in a model box is refused before anything runs.")
     st.text(", ".join(providers))
+render_curated()
+render_ollama()
+st.subheader("All models")
 results = st.session_state.setdefault(TESTS, {})
 models = known_models()
 with st.container(key="model_table"):

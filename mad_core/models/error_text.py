@@ -2,14 +2,14 @@
 
 ``describe(exc)`` is what ``call_model`` reports for a failure; ``redact`` removes the values
 of secret-looking environment variables, of those the router file refers to, and key-shaped
-strings.
+strings. A failure to reach an Ollama server says where it was looked for and how to start one.
 """
 from __future__ import annotations
 
 import os
 import re
 
-from mad_core.models import router
+from mad_core.models import ollama, router
 
 _SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 
@@ -37,5 +37,8 @@ def describe(exc: BaseException) -> str:
     message = message.split("\nTraceback (most recent call last)")[0].strip()
     if len(message) > 1000:
         message = message[:1000] + "..."
+    if "OllamaException" in message and re.search(r"connect|refused|unreachable|timed out", message, re.I):
+        message += (f" (no Ollama server answers at {ollama.api_base()}: start it with `ollama serve`, "
+                    "or set OLLAMA_API_BASE to where it runs)")
     return _redact(f"{name}: {message}" if message else name)
 

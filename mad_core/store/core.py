@@ -45,7 +45,7 @@ from .rows import EVENT_WRITERS, decode, encode, turn_from_row
 # How long a writer waits for the write lock before giving up (SQLite busy timeout).
 BUSY_TIMEOUT_S = 60.0
 # Tables of other features whose rows name a debate (`delete_debate` removes them with it).
-FEATURE_DEBATE_TABLES = ("metric_reports",)
+FEATURE_DEBATE_TABLES = ("metric_reports", "participants", "joins")  # joins, participants: mad_core/classroom.py
 
 
 def madlab_home() -> Path:

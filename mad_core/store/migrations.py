@@ -6,7 +6,8 @@ code (`feature_migrations()` makes its set):
 the metric cache (m003, mad_core/metrics/cache.py), experiments (m004,
 mad_core/experiments/storage.py), polls (m005, m007, mad_core/polls.py) and the codebook (m006,
 mad_core/codebook.py), the round plans of older debates (m009, mad_core/round_plans.py) and coding
-projects (m014, m015, mad_core/qda/storage.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
+projects (m014, m015, mad_core/qda/storage.py), join codes (m017, mad_core/join_codes.py) and the
+class of a debate (m018, mad_core/classroom.py). `MIGRATIONS` is all of them in their numbered order, the features' sets
 loaded by name (`FEATURE_SETS`) the first time it is used, so opening a database creates every
 table, in the order the steps were written.
 
@@ -27,7 +28,8 @@ SET_NAME, TABLE = "madlab", "_migrations"
 FEATURE_SETS = (("mad_core.metrics.cache", "MIGRATIONS"), ("mad_core.experiments.storage", "MIGRATIONS"),
                 ("mad_core.polls", "MIGRATIONS"), ("mad_core.codebook", "MIGRATIONS"),
                 ("mad_core.round_plans", "MIGRATIONS"), ("mad_core.qda.storage", "MIGRATIONS"),
-                ("mad_core.join_codes", "MIGRATIONS"))
+                ("mad_core.join_codes", "MIGRATIONS"), ("mad_core.classroom", "MIGRATIONS"),
+                ("mad_core.seats", "MIGRATIONS"))
 
 
 def feature_migrations() -> Migrations:

@@ -145,7 +145,7 @@ def test_a_visitor_at_the_root_gets_one_line_and_no_running_debate(held, remote)
     assert "running_list" not in keys(at) and "question" not in keys(at)
     assert not at.button  # no Watch, no Start
     # Only the visitor's pages are linked; the menu of every page is not shown.
-    assert [link.proto.page for link in at.sidebar.get("page_link")] == ["", "Presenter", "Poll", "Glossary"]
+    assert [link.proto.page for link in at.sidebar.get("page_link")] == ["", "Presenter", "Poll", "join", "Glossary"]
 
 
 def test_a_visitor_predicts_on_the_poll_of_its_link(remote):

@@ -29,7 +29,7 @@ from e2e_helpers import (LIVE_TIMEOUT, configure_debate, debate_by_question, exp
                          open_app, start, status, turn, unique, wait_for_idle)
 from e2e_scripts import debate_script, reply, words
 
-from mad_core import polls
+from mad_core import join_codes, polls
 from mad_core.store import Store
 from madlab_ui import access
 
@@ -229,6 +229,24 @@ def test_the_poll_link_takes_a_visitors_prediction(projected, phone, lan_server)
     expect(phone.get_by_text("Prediction recorded")).to_be_visible()
     with Store(lan_server.db_path) as store:
         assert polls.results(store, poll_id)["total"] >= 1
+
+
+def test_join_by_code_admits_a_visitor_to_the_poll_and_nothing_else(projected, phone, lan_server):
+    debate_id, poll_id, _ = projected
+    with Store(lan_server.db_path) as store:
+        code = join_codes.code_of(store, "poll", poll_id)
+    open_app(phone, lan_server.lan_url, "/join")
+    fill(phone, "join_code", code)
+    fill(phone, "join_nickname", unique("Ana")[:20])
+    key(phone, "join_send").locator("button").first.click()
+    expect(key(phone, "poll_nickname")).to_contain_text("You are Ana")
+    expect(key(phone, "poll_choice")).to_be_visible()
+    # Must not happen: a seat opened by its guessable id without its code, or a teacher page after joining.
+    device = re.search(r"device=([\w-]+)", phone.url).group(1)  # the same phone, naming a seat it has no code for
+    open_app(phone, lan_server.lan_url, f"/join?seat={debate_id}.0&device={device}")
+    expect(key(phone, "join_code")).to_be_visible()
+    open_app(phone, lan_server.lan_url, "/Transcripts")
+    expect(key(phone, "access_refused")).to_have_text(access.REFUSED)
 
 
 def test_the_presenter_shows_the_debate_read_only_to_a_visitor(projected, phone, lan_server):

@@ -287,6 +287,11 @@ def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_col
     expect(by_key(page, "poll_results")).to_contain_text("Predicted right: 0 of 0")
     close_sidebar(page)
     wait_for_idle(page)
+    # The reveal puts the class's answers (a chart) in the agents' place; the keys' row brings the agents back.
+    assert_in_view(page, "poll_class_panel", "presenter_class_toggle")
+    click(page, "presenter_class_toggle")
+    expect(by_key(page, "presenter_agent_0")).to_be_visible()
+    wait_for_idle(page)
     assert_in_view(page, "decision_answer", "poll_results", "poll_right", "poll_count", "presenter_agent_0")
     lines = [by_key(page, f"poll_result_{i}") for i in range(3)]
     expect(lines[0]).to_contain_text("Paris, because")

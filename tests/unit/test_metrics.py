@@ -1,5 +1,6 @@
 """Debate metrics against the papers' worked examples and hand-computed cases."""
 import math
+import os
 import threading
 
 import pytest
@@ -151,6 +152,24 @@ def test_default_model_is_loaded_once_across_threads():
     for thread in threads:
         thread.join()
     assert len(loaded) == 4 and all(model is loaded[0] for model in loaded)
+
+
+def test_the_bundled_model_loads_with_no_network_and_leaves_the_environment_alone(monkeypatch):
+    """The SBERT model is read from its package's files (no request to the hub), and loading it does
+    not write HF_HUB_OFFLINE into the process: a teacher's download on the Models page comes later."""
+    import socket
+
+    from mad_core.metrics import similarity
+
+    def refuse(self, address, *args):
+        raise AssertionError(f"a connection was attempted: {address}")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(similarity, "_default_model", None)
+    assert similarity.default_embed(["a river", "a city"]).shape == (2, 384)
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 # --- Self-BLEU -------------------------------------------------------------------------------
