@@ -394,3 +394,19 @@ def test_a_setting_that_falls_back_to_a_person_first_agent_uses_the_first_model_
     judged = [t for t in turns(person.events) if t.agent == "judge"]
     assert judged and {t.model for t in judged} == {model}
     assert any(c["metadata"]["agent"] == "judge" for c in history.history)
+
+
+def test_the_call_plan_counts_the_turns_a_debate_with_a_seat_really_makes(script, seats):
+    """The progress bar's plan (live.plan_calls): with extraction on, a person's solution is read
+    from their text, so the plan has one extraction fewer per seat; it equals the turns made."""
+    from mad_core.live import plan_calls
+
+    model, _ = script(role_replies(votes={"Agent 1": "1", "Agent 3": "1"}))
+    cfg = seat_config(model, protocol="simple_voting", extract_final_answers=True)
+    person = Running(cfg, seats)
+    person.answer("Lyon.\nFinal answer: Lyon", kind="discussion")
+    ballot = person.waiting(kind="vote")
+    person.seats.reply(person.seat_id, "phone-1", "1", turn_id=ballot.turn_id)
+    made = len(turns(person.finish()))
+    fewest, _ = plan_calls(cfg.to_dict()).range(1)
+    assert fewest == made == 3 + 2 + 3  # 3 discussion turns, 2 extractions (models only), 3 ballots
