@@ -103,9 +103,12 @@ class Calls:
             if self.seat_ids else None
 
     def close(self) -> None:
-        """Wait for the calls under way and let the pool's threads go (and the cache's connection)."""
+        """Wait for the calls under way and let the pool's threads go (and the cache's connection); the
+        debate's seats close."""
         if self._seat_pool is not None:
             self._seat_pool.shutdown(wait=True)
+        if self.seat_ids and self.seats is not None:
+            self.seats.close_debate(self.debate_id)
         self._pool.shutdown(wait=True)
         if self._cache is not None:
             self._cache.close()

@@ -89,12 +89,12 @@ class DebateEngine:
         ordering = registry.get("ordering", config.ordering)(config, random.Random(config.seed))
         self._replay = Replay(self.origin)
         self.state = DebateState(personas={a.label: a.persona for a in config.agents}, order=self.agent_labels())
-        self.seats = seats if seats is not None else SEATS
+        seats = seats if seats is not None else SEATS
         people = [(i, a.label, a.time_limit_s) for i, a in enumerate(self.cfg.agents) if a.is_person]
-        self.seat_ids = self.seats.open_debate(self.debate_id, people, config.question) if people else {}  # label -> seat id
+        seat_ids = seats.open_debate(self.debate_id, people, config.question) if people else {}  # label -> seat id
         self.calls = Calls(self.cfg, self.controller, self.state, self._replay, emit=self._emit, push=self._push,
                            read_turn=lambda turn: self.paradigm.read_turn(turn, self.cfg, generator.shares_answers),
-                           debate_id=self.debate_id, stream=stream, seats=self.seats, seat_ids=self.seat_ids)
+                           debate_id=self.debate_id, stream=stream, seats=seats, seat_ids=seat_ids)
         discussion = Discussion(self.cfg, self.state, self.paradigm, generator, self.protocol, ordering, self._replay)
         self.context = DebateContext(self.cfg, self.state, self.calls, discussion, self._emit)
 
@@ -113,6 +113,11 @@ class DebateEngine:
             if worker.is_alive():  # the consumer went away: stop the debate gracefully
                 self.controller.stop()
                 worker.join()
+
+    @property
+    def seat_ids(self) -> dict[str, str]:
+        """Agent label -> its seat id, for the agents a person speaks for."""
+        return self.calls.seat_ids
 
     def agent_labels(self) -> list[str]:
         return [a.label for a in self.cfg.agents]
@@ -141,9 +146,7 @@ class DebateEngine:
                 return  # the process is going away: the store marks the debate interrupted on next open
             self._fail_visibly(exc)
         finally:
-            self.calls.close()
-            if self.seat_ids:
-                self.seats.close_debate(self.debate_id)
+            self.calls.close()  # the seats of the debate's people close with it
             self.controller.publish(phase="ended", expected=0, received=0, deciding=False)
             if self._recorder is not None:
                 self._recorder.end(failed=self.state.status == "failed", progressed=self.calls.new_ok_turns > 0)
