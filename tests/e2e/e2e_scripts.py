@@ -88,6 +88,8 @@ SCRIPTS: dict[str, dict] = {
     #     (valid as a turn, an extraction and a vote), so the short debates of that file share it;
     #     "form_slow" runs long enough to try Start again while it runs.
     "form_e2e": {"replies": {f"Agent {i}": ["Final answer: 42", "42", "1"] for i in (1, 2)}},
+    # a person's seat (test_e2e_seat.py): Agent 1's turn, its extraction, its ballot (Agent 2 is the person)
+    "seat_e2e": {"replies": {"Agent 1": ["Final answer: 42", "42", "1"]}},
     "form_slow": {"replies": {"Agent 1": [reply("fs", 60)], "Agent 2": [reply("ft", 60)]}, "token_delay": 0.3},
     # 14. readable charts (test_e2e_charts.py): long answers a small model gives, per agent; one
     #     script per window size.

@@ -14,7 +14,7 @@ from e2e_helpers import key as by_key
 from test_e2e_join import PHONE, join_on
 
 pytestmark = pytest.mark.e2e
-MODEL = "scripted/form_e2e"  # "Final answer: 42" for a discussion turn, "1" for a ballot
+MODEL = "scripted/seat_e2e"  # Agent 1: "Final answer: 42" for its turn, "42" extracted, "1" for its ballot
 
 
 def send(phone, text: str) -> None:
