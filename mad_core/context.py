@@ -17,7 +17,7 @@ from .answers import extracted_answer, final_answer, json_reply
 from .calls import Calls, DebateState, Request, call_problem
 from .config import DebateConfig, clip, short_repr
 from .discussion import Discussion
-from .events import DISCUSSION_KINDS, PERSON, SEAT_SKIPPED, Turn, VoteCast
+from .events import DISCUSSION_KINDS, SEAT_SKIPPED, Turn, VoteCast
 from .ports import Emit
 from .protocols.ballots import Ballot, parse_ballot
 from .protocols.schemas import ReplyFormat, ballot_format, choice_format, extraction_format
@@ -118,7 +118,7 @@ class DebateContext:
 
     def _is_person(self, agent: str) -> bool:
         """Does a person speak for `agent` (a seat, mad_core/seats.py)?"""
-        return any(a.label == agent and a.model == PERSON for a in self.cfg.agents)
+        return any(a.label == agent and a.is_person for a in self.cfg.agents)
 
     def _extraction_messages(self, agent: str, draft: str, intro: str | None = None) -> list[dict[str, str]]:
         return prompts.extraction_prompt(self.discussion.plain_system(agent), self.cfg.question, self.cfg.task,

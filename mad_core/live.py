@@ -41,7 +41,7 @@ from .config import ConfigError, DebateConfig
 from .controller import Activity, Controller, phase_of
 from .engine import DebateEngine
 from .resume import fork_debate, resume_debate
-from .events import PERSON, DebateFinished, ErrorOccurred, Event
+from .events import DebateFinished, ErrorOccurred, Event
 from .view import DebateView
 
 _LIVE: dict[str, "LiveDebate"] = {}  # running debates, and the finished ones kept, newest finished last
@@ -229,7 +229,7 @@ def _attempt_calls(protocol: Any, cfg: DebateConfig, n: int, generator: Any) -> 
     """Calls of one decision attempt, as the protocol counts them (`calls_per_attempt`); asking for
     the solutions costs one extraction per agent when agents form them only at the end, and one per
     agent a model speaks for when answers are extracted (a person's is read from their text)."""
-    models = sum(1 for agent in cfg.agents if agent.model != PERSON)
+    models = sum(1 for agent in cfg.agents if not agent.is_person)
     extractions = n if not generator.shares_answers else models if cfg.extract_final_answers else 0
     return protocol.calls_per_attempt(cfg, n, extractions)
 

@@ -21,6 +21,16 @@ CHART_DATA = """() => {
 }"""
 
 
+def phone_joins(browser, contexts: list, url: str, code: str, nickname: str):
+    """A new phone-sized context (kept in `contexts`, closed by the caller) whose page typed `code` and
+    `nickname` on /join; its page."""
+    context = browser.new_context(viewport=PHONE)
+    contexts.append(context)
+    phone = context.new_page()
+    join_on(phone, url, code, nickname)
+    return phone
+
+
 def join_on(phone, url: str, code: str, nickname: str) -> None:
     phone.goto(f"{url}/join")
     wait_for_idle(phone, timeout=60_000)
@@ -39,10 +49,8 @@ def test_two_phones_join_by_code_predict_reload_and_see_the_chart_after_the_reve
     try:
         phones = []
         for nickname, choice in (("Ada", "Lyon"), ("Bo", "Paris")):
-            context = browser.new_context(viewport=PHONE)
-            contexts.append(context)
-            phone = context.new_page()
-            join_on(phone, server.url, code.lower()[:3] + "-" + code.lower()[3:], nickname)  # typed loosely
+            typed = code.lower()[:3] + "-" + code.lower()[3:]  # typed loosely
+            phone = phone_joins(browser, contexts, server.url, typed, nickname)
             expect(by_key(phone, "poll_nickname")).to_contain_text(f"You are {nickname}")
             phone.get_by_role("radio", name=choice).check(force=True)
             wait_for_idle(phone)
@@ -69,10 +77,7 @@ def test_two_phones_join_by_code_predict_reload_and_see_the_chart_after_the_reve
         expect(by_key(page, "poll_agent_answer_2")).to_contain_text("Agent 3: Lyon")
         expect(by_key(ada, "poll_results")).to_contain_text("Predicted right: 1 of 2 · Bo")
 
-        late = browser.new_context(viewport=PHONE)
-        contexts.append(late)
-        stranger = late.new_page()
-        join_on(stranger, server.url, code, "Cy")
+        stranger = phone_joins(browser, contexts, server.url, code, "Cy")
         expect(by_key(stranger, "join_code_error")).to_contain_text("the code of a closed poll no longer works")
         # Must not happen: the late phone let in, or counted.
         expect(by_key(stranger, "poll_choice")).to_have_count(0)

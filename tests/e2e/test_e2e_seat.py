@@ -11,7 +11,7 @@ import pytest
 from e2e_helpers import (LIVE_TIMEOUT, choose, configure_debate, debate_by_question, expect, expect_no_exception,
                          expect_status, open_debate_page, start, unique, wait_for_idle)
 from e2e_helpers import key as by_key
-from test_e2e_join import PHONE, join_on
+from test_e2e_join import phone_joins
 
 pytestmark = pytest.mark.e2e
 MODEL = "scripted/seat_e2e"  # Agent 1: "Final answer: 42" for its turn, "42" extracted, "1" for its ballot
@@ -36,20 +36,14 @@ def test_a_student_holds_a_seat_from_a_phone_and_types_the_agents_turn_and_ballo
     code = re.search(r"\b([A-Z0-9]{6})\b", code_box.inner_text()).group(1)
     contexts = []
     try:
-        context = browser.new_context(viewport=PHONE)
-        contexts.append(context)
-        phone = context.new_page()
-        join_on(phone, server.url, code, "Ada")
+        phone = phone_joins(browser, contexts, server.url, code, "Ada")
         expect(by_key(phone, "seat_box")).to_contain_text("Seat: Agent 2", timeout=LIVE_TIMEOUT)
         expect(by_key(phone, "seat_turn")).to_contain_text("Your turn as Agent 2 (discussion)", timeout=LIVE_TIMEOUT)
         expect(by_key(phone, "seat_messages")).to_contain_text(question)
         expect(by_key(phone, "seat_messages")).to_contain_text("Final answer: 42")  # Agent 1 spoke first (memory)
         expect(by_key(page, "seat_0")).to_contain_text("held by Ada")
 
-        other = browser.new_context(viewport=PHONE)
-        contexts.append(other)
-        stranger = other.new_page()
-        join_on(stranger, server.url, code, "Bo")
+        stranger = phone_joins(browser, contexts, server.url, code, "Bo")
         expect(by_key(stranger, "seat_refused")).to_contain_text("Ada holds this seat")
         expect(by_key(stranger, "seat_box")).to_have_count(0)  # must not: a second holder
 
