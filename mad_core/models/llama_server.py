@@ -16,9 +16,8 @@ What it is for:
     server's RAM, at most ``MADLAB_LLAMA_CACHE_RAM`` MiB (default 256; 0 turns it off;
     ``--cache-ram``): llama.cpp's own default, 8 GiB, let the server grow by gigabytes over a
     day of class debates.
-    ``/metrics`` on, one thread per available core (``MADLAB_LLAMA_THREADS``
-    overrides: llama.cpp's threads spin at every step, so a machine whose cores are all busy
-    with other work slows them down badly), every layer on the GPU when the binary was
+    ``/metrics`` on, one thread per core that is free when the server starts
+    (``MADLAB_LLAMA_THREADS`` overrides; see ``free_cores``), every layer on the GPU when the binary was
     built with one (``MADLAB_LLAMA_GPU_LAYERS`` overrides), no web UI; ``MADLAB_LLAMA_ARGS``
     adds flags of your own (e.g. ``--flash-attn on``), after ours.
   * ``slot_for(key)`` keeps a slot per caller key (a debate's agent), so the server's
@@ -118,6 +117,39 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def _cpu_times() -> tuple[float, float] | None:
+    """(busy, total) jiffies of the whole machine from /proc/stat, or None where there is none."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        numbers = [float(f) for f in fields[:8]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = numbers[3] + (numbers[4] if len(numbers) > 4 else 0.0)  # idle + iowait
+    return sum(numbers) - idle, sum(numbers)
+
+
+def free_cores(sample_s: float = 0.3) -> int:
+    """How many of this process's cores are free now: at least 1, at most all of them.
+
+    llama.cpp's compute threads meet at a barrier after every operation, so a thread that
+    another process keeps off its core stalls the others. Measured on 2 cores with two other
+    busy processes: SmolLM2-135M decoded 2-10 tokens/s with 2 threads and 22-25 with 1
+    (45 with 2 on a quiet machine). A server therefore takes one thread per core that was free
+    over a short sample (a core counts as busy when more than half of it was used) when it starts.
+    """
+    cores = _cores()
+    first = _cpu_times()
+    if first is None or cores <= 1:
+        return cores
+    time.sleep(sample_s)
+    second = _cpu_times()
+    if second is None or second[1] <= first[1]:
+        return cores
+    busy_share = (second[0] - first[0]) / (second[1] - first[1])
+    busy_cores = busy_share * (os.cpu_count() or cores)
+    return max(1, min(cores, cores - int(busy_cores + 0.5)))
 
 
 @functools.cache
@@ -274,7 +306,8 @@ class LlamaServer:
         self.executable = executable
         self.slots = slots
         self.ctx_per_slot = ctx_per_slot
-        self.threads = threads or _cores()
+        self.threads = threads  # None: one per core free at each start (free_cores)
+        self.started_threads: int | None = None  # what the running server was started with
         self.gpu_layers = gpu_layers
         self.start_timeout = start_timeout
         self.extra_args = list(extra_args or [])
@@ -286,8 +319,9 @@ class LlamaServer:
         self._table = SlotTable(slots)
         self._lock = threading.Lock()
 
-    def command(self, port: int) -> list[str]:
-        """The command line that starts this server on ``port``."""
+    def command(self, port: int, threads: int | None = None) -> list[str]:
+        """The command line that starts this server on ``port`` with ``threads`` (else its own setting, else all cores)."""
+        threads = threads or self.threads or _cores()
         cmd = [
             self.executable,
             "--model", self.model_path,
@@ -305,7 +339,7 @@ class LlamaServer:
             "--cache-ram", str(self.cache_ram_mib),
             "--cont-batching",
             "--metrics",
-            "--threads", str(self.threads),
+            "--threads", str(threads),
             "--no-webui",
         ]
         if self.gpu_layers is not None:
@@ -369,9 +403,11 @@ class LlamaServer:
                 self._process = None
 
     def _start(self, port: int) -> subprocess.Popen:
-        cmd = self.command(port)
+        self.started_threads = self.threads or free_cores()
+        cmd = self.command(port, self.started_threads)
+        why = "" if self.threads else f" ({self.started_threads} of {_cores()} cores free at start)"
         with open(self.log_path, "ab") as log:
-            log.write(f"\n{_LOG_HEADER}{time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd)}\n".encode())
+            log.write(f"\n{_LOG_HEADER}{time.strftime('%Y-%m-%d %H:%M:%S')}{why}: {' '.join(cmd)}\n".encode())
             log.flush()
             try:
                 return _spawner.popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -451,7 +487,7 @@ def server_for(model_path: str) -> LlamaServer:
                 executable=executable,
                 slots=_env_int("MADLAB_LLAMA_SLOTS", DEFAULT_SLOTS),
                 ctx_per_slot=_env_int("MADLAB_N_CTX", DEFAULT_CTX_PER_SLOT),
-                threads=_env_int("MADLAB_LLAMA_THREADS", _cores()),
+                threads=_env_int("MADLAB_LLAMA_THREADS", 0) or None,
                 gpu_layers=_gpu_layers(executable),
                 start_timeout=float(os.environ.get("MADLAB_LLAMA_START_TIMEOUT") or DEFAULT_START_TIMEOUT_S),
                 extra_args=shlex.split(os.environ.get("MADLAB_LLAMA_ARGS", "")),

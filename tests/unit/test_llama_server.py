@@ -110,6 +110,40 @@ def test_settings_come_from_the_environment(fake, monkeypatch):
     assert not server.alive()  # nothing starts before the first call
 
 
+def _machine(monkeypatch, cores: int, busy_share: float) -> None:
+    """This process sees ``cores`` cores; /proc/stat says ``busy_share`` of the machine was busy meanwhile."""
+    samples = iter([(0.0, 0.0), (busy_share * 1000, 1000.0)])
+    monkeypatch.setattr(llama_server, "_cores", lambda: cores)
+    monkeypatch.setattr(llama_server.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(llama_server, "_cpu_times", lambda: next(samples))
+
+
+@pytest.mark.parametrize(("busy_share", "threads"), [(0.0, 2), (0.2, 2), (0.3, 1), (0.5, 1), (1.0, 1)])
+def test_a_server_takes_one_thread_per_core_free_when_it_starts(monkeypatch, busy_share, threads):
+    # On 2 cores, another process using more than half a core takes that core: llama.cpp's threads meet at
+    # a barrier after every operation, so a second thread sharing a busy core stalls the first.
+    _machine(monkeypatch, 2, busy_share)
+    assert llama_server.free_cores(sample_s=0) == threads
+
+
+def test_the_start_uses_the_free_cores_unless_the_environment_says(fake, monkeypatch):
+    _machine(monkeypatch, 2, 0.6)  # another process keeps 1.2 cores busy
+    server = llama_server.server_for(fake.path)
+    assert server.threads is None
+    server.ensure_running()
+    [start] = fake.entries("argv")
+    assert start["argv"][start["argv"].index("--threads") + 1] == "1" and server.started_threads == 1
+    assert "(1 of 2 cores free at start)" in server.log_path.read_text()
+    server.stop()
+    llama_server._servers.pop(os.path.realpath(fake.path))
+    monkeypatch.setenv("MADLAB_LLAMA_THREADS", "2")
+    _machine(monkeypatch, 2, 1.0)  # must not happen: the user's setting overridden by the load
+    pinned = llama_server.server_for(fake.path)
+    pinned.ensure_running()
+    second = fake.entries("argv")[-1]
+    assert second["argv"][second["argv"].index("--threads") + 1] == "2" and pinned.started_threads == 2
+
+
 def test_bad_slot_setting_is_refused(fake, monkeypatch):
     monkeypatch.setenv("MADLAB_LLAMA_SLOTS", "0")
     with pytest.raises(LlamaServerError, match="MADLAB_LLAMA_SLOTS"):
