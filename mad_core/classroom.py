@@ -39,7 +39,7 @@ from .polls import PollError
 from .store.migrations import feature_migrations
 from .view import DebateView
 
-MAX_NICKNAME_CHARS = 24
+MAX_NICKNAME_CHARS = seats.MAX_NICKNAME_CHARS  # one bound for a joined phone's name and a seat holder's
 CSV_COLUMNS = ("debate_id", "poll_id", "round", "nickname", "device", "prediction", "decision", "matched")
 CHART_LABEL_CHARS = 28  # an answer under its bar on the projector
 RIGHT_COLOR = "#54a24b"  # the decided (right) answer's bar: green, 3:1 on white (figures.CATEGORY_COLORS)

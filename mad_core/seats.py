@@ -42,7 +42,7 @@ from .text import clean_text
 MIGRATIONS = feature_migrations()
 STATES = ("idle", "waiting", "answered", "timed_out", "interrupted", "closed")
 MAX_REPLY_CHARS = 20_000
-MAX_NICKNAME_CHARS = 40
+MAX_NICKNAME_CHARS = 24  # a nickname on a phone: the same bound as /join's (classroom takes it from here)
 POLL_S = 0.05  # how often a waiting turn looks at the debate's steering flags and the clock
 KEEP_ENDED = 32  # ended debates whose seats stay readable (a late phone is told the debate ended)
 # What a short reply must look like, by its phase (`protocols.schemas.ReplyFormat.phase`): shown above the box.

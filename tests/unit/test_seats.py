@@ -17,6 +17,8 @@ from mad_core.config import PERSON, ConfigError
 from mad_core.events import TurnFinished, VoteCast
 from mad_core.exports import export_debate, import_debate, to_csv, to_markdown
 from mad_core.models.response_cache import ResponseCache
+from mad_core import classroom
+from mad_core import seats as seats_module
 from mad_core.seats import FORMAT_HINTS, Seat, SeatError, SeatRegistry
 from mad_core.store import Store
 from mad_core.view import DebateView
@@ -333,7 +335,8 @@ def test_one_device_holds_a_seat_at_a_time_until_it_is_released(seats):
     assert seats.claim(seat_id, "phone-2", "Bob").nickname == "Bob"
     with pytest.raises(SeatError, match="not this seat's turn"):
         seats.reply(seat_id, "phone-2", "too early")
-    for nickname in ("", "x" * 41):
+    assert seats_module.MAX_NICKNAME_CHARS == classroom.MAX_NICKNAME_CHARS == 24  # one bound: /join's and a seat's
+    for nickname in ("", "x" * 25):
         with pytest.raises(SeatError) as bad:
             seats.claim(seat_id, "phone-3", nickname)
         assert bad.value.field == "nickname"
