@@ -1,11 +1,15 @@
 """Join codes: the short codes a student types on a phone to reach what the teacher handed out.
 
-Every poll and every seat of a debate gets a code (`issue`) besides its link and QR: 6 characters
-from an alphabet without look-alikes (none of 0 O Q D, 1 I L, 2 Z, 5 S, 8 B, 6 G, U V), so a code read
-from the projector is typed right. `resolve` reads what a typed code names (a kind, "poll" or "seat",
-and the target's id) after `normalize` forgave case, spaces and dashes; a character outside the
-alphabet is refused, never guessed. A code can be retired (`retire`): the teacher closed what it
-named; a retired or unknown code resolves to None and the page says so.
+Every poll and every seat of a debate gets a code (`issue`) besides its link and QR, and a coding
+project its lead's coder invitation ("coding", mad_core/qda/invitations.py): 6 characters from an
+alphabet without look-alikes (none of 0 O Q D, 1 I L, 2 Z, 5 S, 8 B, 6 G, U V), so a code read from the
+projector is typed right. `resolve` reads what a typed code names (a kind, "poll", "seat" or
+"coding", and the target's id) after `normalize` forgave case, spaces and dashes; a character
+outside the alphabet is refused, never guessed. A code can be retired (`retire`): the teacher closed
+what it named; a retired or unknown code resolves to None and the page says so (`lookup` tells a
+retired code from an unknown one). A target that is handed out again after its code was retired (a
+coding project's new invitation) gets a new code (`renew`): the retired one stays in the table, still
+retired, its target marked `<target>#retired-<code>`, so it never admits anyone nor is drawn again.
 
 What it must not do: import streamlit, write anything when the input is invalid, or hand out a code
 twice (the codes are a table's primary key; a clash draws again).
@@ -22,7 +26,8 @@ from .store.migrations import feature_migrations
 
 ALPHABET = "ACEFHJKMNPRTWXY3479"  # 19 characters: 19**6 ≈ 47 million codes
 LENGTH = 6
-KINDS = ("poll", "seat")
+KINDS = ("poll", "seat", "coding")
+RETIRED_MARK = "#retired-"  # a renewed target's retired code: its target becomes `<target>#retired-<code>`
 _SEPARATORS = " -_.\t"
 MIGRATIONS = feature_migrations()
 
@@ -101,6 +106,35 @@ def resolve(store, typed: Any) -> dict[str, str] | None:
         return None
     row = rows[0]
     return {"code": row["code"], "kind": row["kind"], "target": row["target"]}
+
+
+def renew(store, kind: str, target: str) -> str:
+    """The live code of `target`: the one it has, or a new one when it has none or its code was retired
+    (that code stays retired, moved aside under `<target>#retired-<code>`)."""
+    _check(kind, target)
+    with store.transaction() as db:  # one write: the retired code moved aside and the new one issued together
+        db.execute("UPDATE join_codes SET target = target || ? || code WHERE kind = ? AND target = ? "
+                   "AND retired_at IS NOT NULL", [RETIRED_MARK, kind, target])
+        return issue(store, kind, target)
+
+
+def live_code(store, kind: str, target: str) -> str | None:
+    """The code of `target` that admits now; None when it has none or it was retired."""
+    rows = store.query("SELECT code FROM join_codes WHERE kind = ? AND target = ? AND retired_at IS NULL",
+                       [kind, target])
+    return str(rows[0]["code"]) if rows else None
+
+
+def lookup(store, typed: Any) -> dict[str, Any] | None:
+    """{"code", "kind", "target", "retired"} for a code as a person typed it, retired or not (the target
+    without a renewal's mark); None when it is malformed or unknown."""
+    code = normalize(typed)
+    rows = store.query("SELECT code, kind, target, retired_at FROM join_codes WHERE code = ?", [code]) if code else []
+    if not rows:
+        return None
+    row = rows[0]
+    return {"code": row["code"], "kind": row["kind"], "target": str(row["target"]).split(RETIRED_MARK)[0],
+            "retired": row["retired_at"] is not None}
 
 
 def retire(store, kind: str, target: str) -> None:

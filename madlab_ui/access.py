@@ -15,6 +15,19 @@ Roles
   read-only view of the debate named in the link (the Debate page with `?debate=<id>`, the
   Presenter) and the Glossary (what the numbers mean; nothing of any debate); never steers, starts,
   deletes, exports, reveals a reference or lists debates.
+- invited coder: a visitor who typed a coding project's coder invitation at /join (the lead's code,
+  `mad_core.qda.invitations`). Besides a visitor's pages it opens the Coding page, and there only that
+  project (`invited_project`): it picks a coder name (held by this browser session, never the lead's,
+  the gold's or a model's name), codes turns and passages, writes memos, sees the Codebook (changes
+  codes, reviews a model's proposals, but starts no model) and the Agreement tab as any coder who
+  does not lead, blind mode included (the others' codings hidden until the lead reveals). It never
+  sees the project list or another project, the archive's debates outside the project, adding
+  debates, the lead's tabs (Disagreements, History), reveal, progress or the invitation itself, nor
+  the Exchange tab (no export, no import), nor any teacher page. How it is remembered: the code rides
+  in the Coding page's URL (`?invite=CODE`, so a reload finds it, as `poll=` and `device=` do for a
+  joined poll) and in the session (`INVITED`, so the sidebar's Coding link keeps it); every run asks
+  the store again, so once the lead retires the code the next step of that browser is refused with
+  `INVITATION_GONE`, on whatever page it opens.
 
 How the client is known: the TCP peer of the session's WebSocket (Streamlit's client context,
 `remote_ip`). uvicorn swaps it for X-Forwarded-For only when the peer is a proxy on loopback,
@@ -44,9 +57,10 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from mad_core import live
+from mad_core import join_codes, live
 from mad_core.live import LiveDebate
-from mad_core.store import madlab_home
+from mad_core.qda import invitations
+from mad_core.store import Store, madlab_home
 from mad_core.view import DebateView
 
 from . import network
@@ -62,7 +76,12 @@ FORWARDING = ("x-forwarded-for", "forwarded", "x-real-ip")
 # only what a code the teacher showed names, `mad_core.classroom`), and the Glossary (it shows no debate,
 # setting or key: only what the numbers a visitor sees mean).
 VISITOR_PAGES = ("Debate", "Presenter", "Poll", "Join", "Glossary")
+CODING_PAGE = "Coding"  # an invited coder's page besides those (its project only: madlab_ui/coding.py)
+INVITE_PARAM = "invite"  # URL parameter: the coder invitation the Coding page was opened with
+INVITED = "access_coding_invite"  # session key: the coder invitation this session was admitted with
 REFUSED = "This page is for the teacher only: open the link you were given (a poll or the projected debate)."
+INVITATION_GONE = ("This coder invitation admits nobody now: the project's lead retired it, or the code is not "
+                   "theirs. Ask the lead for the current code and type it at /join.")
 READ_ONLY = "Only the session that started this debate can steer it."
 VISITOR_HOME = "Open the link you were given: a poll, or the debate on the projector."
 DEFAULT_PORT = 8501
@@ -189,15 +208,34 @@ def may_reveal(view: DebateView) -> bool:
     return debate is not None and owns(debate)
 
 
+def _invitation() -> str | None:
+    """The coder invitation this session carries: its URL's, else the one it was admitted with."""
+    typed = st.query_params.get(INVITE_PARAM) or st.session_state.get(INVITED)
+    return typed if isinstance(typed, str) and typed else None
+
+
+def invited_project() -> str | None:
+    """The coding project this session's coder invitation admits it to now (asked of the store on
+    every call: a retired code admits nobody), else None. A live code is kept in the session."""
+    typed = _invitation()
+    project = invitations.project_of(Store(), typed) if typed else None
+    if project is not None:
+        st.session_state[INVITED] = join_codes.normalize(typed)
+    return project
+
+
 def may_open(title: str) -> bool:
-    """May this session open the page called `title` (navigation.PAGES)?"""
-    return title in VISITOR_PAGES or is_teacher()
+    """May this session open the page called `title` (navigation.PAGES)? A visitor with a live coder
+    invitation opens the Coding page too (its project only)."""
+    return title in VISITOR_PAGES or is_teacher() or (title == CODING_PAGE and invited_project() is not None)
 
 
 def refuse() -> None:
-    """The one line a page says to someone who may not open it; nothing else is drawn."""
+    """The one line a page says to someone who may not open it; nothing else is drawn. A session
+    whose coder invitation no longer admits is told that, not the teacher-only line."""
+    gone = _invitation() is not None and invited_project() is None
     with st.container(key="access_refused"):
-        st.markdown(REFUSED)
+        st.markdown(INVITATION_GONE if gone else REFUSED)
     st.stop()
 
 

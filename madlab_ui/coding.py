@@ -6,13 +6,19 @@ open, add debates), and for the opened project the tabs Code (each turn with the
 may see highlighted, their codings, coding a whole turn or a word-bounded passage, memos), Codebook
 (the code tree, add / edit / delete with undo, a model's pre-coding in a background thread and its
 proposals to accept or reject), Agreement (figures with intervals on "Compute", CSV), Disagreements
-(lead: each coder's codes side by side, settle into gold), Exchange (QDPX / QDC out, QDC / QDPX in)
-and History (lead). Blind mode is `coding.visible_coders`: a coder sees only their own codings.
-Deleting asks for a confirmation first, then offers Undo.
+(lead: each coder's codes side by side; per code the coders applied to different characters, each
+one's passages highlighted in the turn's text, settled into gold as the whole turn, one coder's
+passages or "not this code"; the whole turn settled as a set of codes; agreement with gold over the
+unit `reports.passage_unit` picks, named), Exchange (QDPX / QDC out, QDC / QDPX in) and History (lead). Blind mode is `coding.visible_coders`: a coder sees only their own codings.
+Deleting asks for a confirmation first, then offers Undo. The lead hands out (and retires) the
+project's coder invitation (`mad_core.qda.invitations`, shown with the /join address); a visitor
+admitted by it (`access.invited_project`) gets who codes and that project only: no project list, no
+other debate of the archive, no adding debates, no model pre-coding, no Exchange tab, never the lead.
 
 Keys: `coding_coder`; the `coding_new` expander with `coding_new_name`, `coding_new_debates`, `coding_new_blind`, `coding_create`,
 `coding_projects`, `coding_open_<id8>`; `coding_message`, `coding_undo`, `coding_blind`,
-`coding_reveal`, `coding_progress`, `coding_add_debates`, `coding_add`; Code tab `coding_debate`,
+`coding_reveal`, `coding_progress`, `coding_invitation` with `coding_invite_create` / `coding_invite_retire`,
+`coding_add_debates`, `coding_add`; Code tab `coding_debate`,
 `coding_turn_<s>`, `coding_text_<s>`, `coding_codes_<s>`, `coding_scope_<s>`, `coding_span_<s>`,
 `coding_preview_<s>`, `coding_apply_<s>` (s = debate id8 _ turn index), `coding_delete_<entity>_<id8>`,
 `coding_confirm_<entity>_<id8>`, `coding_cancel_<entity>_<id8>`, `coding_memo_target`, `coding_memo_on`,
@@ -21,7 +27,9 @@ Keys: `coding_coder`; the `coding_new` expander with `coding_new_name`, `coding_
 `coding_edit_<field>` / `coding_edit_save`, `coding_precode_model`, `coding_precode`,
 `coding_precode_status`, `coding_proposal_<id8>` with `coding_accept_<id8>`, `coding_reject_<id8>`; Agreement tab
 `coding_agree_coders`, `coding_agree_unit`, `coding_agree_compute`, `coding_agree_table`,
-`coding_agree_csv`; Disagreements tab `coding_dis_coders`, `coding_dis_<i>`, `coding_settle_codes_<i>`,
+`coding_agree_csv`; Disagreements tab `coding_dis_coders`, `coding_dis_<i>`, per differing code j
+`coding_dis_<i>_code_<j>` with `coding_dis_text_<i>_<j>_<k>` (coder k's passages), `coding_dis_gold_<i>_<j>`,
+`coding_settle_whole_<i>_<j>`, `coding_settle_as_<i>_<j>_<k>`, `coding_settle_none_<i>_<j>`; `coding_settle_codes_<i>`,
 `coding_settle_<i>`, `coding_gold_agreement`; Exchange tab `coding_qdpx`, `coding_qdc`, `coding_upload`,
 `coding_import`; History tab `coding_history`.
 
@@ -42,14 +50,15 @@ import streamlit as st
 
 from mad_core import glossary
 from mad_core.models import DEFAULT_MODEL
-from mad_core.qda import coding, exchange, precode, reports, storage
+from mad_core.qda import coding, exchange, invitations, precode, reports, storage
 from mad_core.qda.agreement import FIGURE_FIELDS
 from mad_core.store import Store
 from mad_core.store.search import list_debates
 
-from . import session_memory
+from . import access, session_memory
 from .highlight import highlighted, named_colour
 from .passage_picker import pick_passage
+from .poll import JOIN_PAGE, app_link
 from .common import ANNOTATOR_KEPT, id8, md_escape, open_store, owner_id, plain_markdown, short, when
 
 CODING_OPEN = "coding_project_open"  # session key: the project opened on this page
@@ -59,6 +68,7 @@ MESSAGE = "coding_message_state"  # (kind, text) shown once after an action
 PENDING = "coding_pending_delete"  # (entity, id) whose Delete was clicked, awaiting its confirmation
 UNDO = "coding_undo_state"  # (entity, id, label, project id, coder id) of the last deletion
 AGREEMENT = "coding_agreement_cache"  # {"key": (...), "rows": [...], "records": [...]}
+GOLD_AGREEMENT = "coding_gold_cache"  # {"key": (...), "unit": ..., "rows": [(coder id, Agreement), ...]}
 REFRESH_S = 1.0
 MAX_ROWS = 50  # proposals, disagreements shown at once (each has buttons)
 WHOLE, SELECTED, PASSAGE = "Whole turn", "Selected text", "Passage by words"
@@ -101,15 +111,21 @@ def passage(text: str, first: int, last: int) -> tuple[int, int]:
     return words[first][0], words[last][1]
 
 
+def debate_label(question: Any, debate_id: str) -> str:
+    return f"{short(question, 70)} · {id8(debate_id)}"
+
+
+def project_labels(store: Store, ids: list[str]) -> dict[str, str]:
+    """Debate id -> "question · id8" for `ids` only (an invited coder sees no other debate of the archive)."""
+    return {debate_id: debate_label((store.get_debate(debate_id) or {}).get("question"), debate_id)
+            for debate_id in ids}
+
+
 def debate_labels(store: Store, ids: list[str] | None = None) -> dict[str, str]:
     """Debate id -> "question · id8" for the archive (and for `ids` the list may have missed)."""
-    labels = {row["id"]: f"{short(row['question'], 70)} · {id8(row['id'])}"
-              for row in list_debates(store, limit=10_000)}
-    for debate_id in ids or []:
-        if debate_id not in labels:
-            row = store.get_debate(debate_id) or {}
-            labels[debate_id] = f"{short(row.get('question'), 70)} · {id8(debate_id)}"
-    return labels
+    labels = {row["id"]: debate_label(row["question"], row["id"]) for row in list_debates(store, limit=10_000)}
+    missed = [debate_id for debate_id in ids or [] if debate_id not in labels]
+    return {**labels, **project_labels(store, missed)}
 
 
 def default_model(store: Store, project_id: str) -> str:
@@ -133,6 +149,7 @@ class Ctx:
     lead_name: str
     visible: tuple[str, ...]
     blind: bool  # blind and not yet revealed
+    invited: bool = False  # a visitor admitted by the project's coder invitation (access.invited_project)
 
 
 def _say(kind: str, text: str) -> None:
@@ -140,7 +157,12 @@ def _say(kind: str, text: str) -> None:
 
 
 def _guarded(action: Callable[[], Any], success: Callable[[Any], str]) -> Any:
-    """Run a change; its refusal (ValueError, LookupError, PermissionError) is said, never raised."""
+    """Run a change; its refusal (ValueError, LookupError, PermissionError) is said, never raised. A
+    widget's callback runs before the page's guard: a visitor whose coder invitation was retired
+    since the page was drawn changes nothing (and the guard then shows `access.INVITATION_GONE`)."""
+    if not access.is_teacher() and access.invited_project() is None:
+        _say("error", access.INVITATION_GONE)
+        return None
     try:
         result = action()
     except (ValueError, LookupError, PermissionError) as exc:
@@ -280,20 +302,50 @@ def _reveal(ctx: Ctx) -> None:
              lambda _: "Revealed: every coder now sees everyone's codings.")
 
 
-def context(store: Store, project: dict[str, Any], name: str) -> Ctx | None:
-    """Join the project as `name` (this browser's session holds the name); None, said, when refused."""
+def context(store: Store, project: dict[str, Any], name: str, invited: bool = False) -> Ctx | None:
+    """Join the project as `name` (this browser's session holds the name); None, said, when refused.
+    An invited visitor holds it under its visitor slot (not the token of a projected address it may
+    have copied) and never under the lead's name."""
+    session = session_memory.slot(owner_id()) if invited else owner_id()
     try:
-        coder_id = coding.join(store, project["id"], name, session=owner_id())
+        coder_id = coding.join(store, project["id"], name, session=session, may_lead=not invited)
     except (ValueError, LookupError) as exc:
         st.error(md_escape(f"{exc} (field: your coder name)"))
         return None
     return Ctx(project["id"], coder_id, name, coding.is_lead(store, project["id"], coder_id), project["lead"] or "",
                tuple(coding.visible_coders(store, project["id"], coder_id)),
-               bool(project["blind"]) and not project["revealed_at"])
+               bool(project["blind"]) and not project["revealed_at"], invited)
+
+
+def _invite(ctx: Ctx) -> None:
+    _guarded(lambda: invitations.invite(open_store(), ctx.project_id, ctx.coder_id),
+             lambda code: f"Coder invitation {code}: a colleague types it at /join and codes this project only.")
+
+
+def _retire_invitation(ctx: Ctx) -> None:
+    _guarded(lambda: invitations.retire(open_store(), ctx.project_id, ctx.coder_id),
+             lambda code: f"Retired the coder invitation {code}: it admits nobody now." if code
+             else "There was no coder invitation to retire.")
+
+
+def render_invitation(store: Store, ctx: Ctx) -> None:
+    """The lead's coder invitation: its code and the /join address, Create or Retire."""
+    code = invitations.live_code(store, ctx.project_id)
+    with st.container(key="coding_invitation"):
+        if code is None:
+            st.markdown("**Coder invitation**: none now. Create one for a colleague on another machine: they type "
+                        "it at /join and code this project only (no other project, no teacher page).")
+            st.button("Create invitation", key="coding_invite_create", on_click=_invite, args=(ctx,))
+            return
+        st.markdown(f"**Coder invitation** `{code}`: a colleague opens **{md_escape(app_link(JOIN_PAGE)[0])}** "
+                    "and types it, then codes this project only (as a coder who does not lead; no other project, "
+                    "no teacher page).")  # the code's alphabet: letters and digits only
+        st.button("Retire invitation", key="coding_invite_retire", on_click=_retire_invitation, args=(ctx,),
+                  help="The code admits nobody from now on; whoever it let in is refused at their next step")
 
 
 def render_lead_line(store: Store, ctx: Ctx) -> None:
-    """Blind mode's line, the lead's Reveal button and per-coder progress."""
+    """Blind mode's line, the lead's Reveal button, per-coder progress and the coder invitation."""
     if ctx.blind:
         with st.container(key="coding_blind"):
             if ctx.lead:
@@ -308,6 +360,7 @@ def render_lead_line(store: Store, ctx: Ctx) -> None:
             st.dataframe([{"coder": r["name"], "kind": r["kind"], "debates coded": f"{r['debates_coded']} of "
                            f"{r['debates']}", "codings": r["codings"], "last coded": when(r["last_coded"])}
                           for r in coding.progress(store, ctx.project_id)], hide_index=True)
+        render_invitation(store, ctx)
 
 
 def render_add_debates(store: Store, ctx: Ctx, labels: dict[str, str]) -> None:
@@ -319,7 +372,9 @@ def render_add_debates(store: Store, ctx: Ctx, labels: dict[str, str]) -> None:
     right.button("Add", key="coding_add", on_click=_add_debates, args=(ctx,), width="stretch")
 
 
-def render_project(store: Store, project_id: str, labels: dict[str, str]) -> None:
+def render_project(store: Store, project_id: str, labels: dict[str, str], invited: bool = False) -> None:
+    """The opened project: who codes, the lead's line, and the tabs this coder sees (an invited visitor:
+    Code, Codebook, Agreement only)."""
     project = storage.project_row(store, project_id)
     if project is None:  # deleted from the database meanwhile
         st.session_state.pop(CODING_OPEN, None)
@@ -330,16 +385,17 @@ def render_project(store: Store, project_id: str, labels: dict[str, str]) -> Non
     if not name:
         st.info("coder: give your coder name above to code in this project.")
         return
-    ctx = context(store, project, name)
+    ctx = context(store, project, name, invited)
     if ctx is None:
         return
     st.caption(f"You code as **{md_escape(name)}**" + (" (the lead)" if ctx.lead else "")
                + f" · lead: {md_escape(ctx.lead_name or '(none)')}")
     render_undo(project_id)
     render_lead_line(store, ctx)
-    render_add_debates(store, ctx, labels)
-    names = ["Code", "Codebook", "Agreement"] + (["Disagreements"] if ctx.lead else []) + ["Exchange"] + (
-        ["History"] if ctx.lead else [])
+    if not invited:
+        render_add_debates(store, ctx, labels)
+    names = ["Code", "Codebook", "Agreement"] + (["Disagreements"] if ctx.lead else []) + (
+        [] if invited else ["Exchange"]) + (["History"] if ctx.lead else [])
     # Keyed and tracked (on_change="rerun"): the chosen tab is the session's state, so it stays chosen after an
     # action, even when a run of the page was under way as the person chose it.
     tabs = dict(zip(names, st.tabs(names, key="coding_tabs", on_change="rerun")))
@@ -354,15 +410,24 @@ def render_project(store: Store, project_id: str, labels: dict[str, str]) -> Non
             render_disagreements_tab(store, ctx)
         with tabs["History"]:
             render_history_tab(store, ctx)
-    with tabs["Exchange"]:
-        render_exchange_tab(store, ctx)
+    if not invited:
+        with tabs["Exchange"]:
+            render_exchange_tab(store, ctx)
 
 
 def render_page() -> None:
-    """The whole page: who codes, the projects, the opened project."""
+    """The whole page: who codes, the projects, the opened project; for a visitor admitted by a coder
+    invitation, who codes and that project only (access.invited_project)."""
     store = open_store()
+    invited = None if access.is_teacher() else access.invited_project()
+    if invited is None and not access.is_teacher():
+        access.refuse()  # the page guard lets no other visitor in: nothing is drawn for one regardless
     render_coder()
     render_message()
+    if invited is not None:
+        st.query_params[access.INVITE_PARAM] = st.session_state[access.INVITED]  # a reload finds it again
+        render_project(store, invited, project_labels(store, storage.debate_ids(store, invited)), invited=True)
+        return
     labels = debate_labels(store)
     render_projects(store, labels)
     opened = st.session_state.get(CODING_OPEN)
@@ -626,7 +691,8 @@ def render_codebook_tab(store: Store, ctx: Ctx) -> None:
         for code in codes:
             st.markdown(code_line(code, _depth(code, by_id)))
     render_code_editing(ctx, codes, paths)
-    render_precoding(store, ctx, bool(codes))
+    if not ctx.invited:  # an invited visitor starts no model (it would run on this machine's keys)
+        render_precoding(store, ctx, bool(codes))
     render_proposals(store, ctx, paths)
 
 
@@ -821,33 +887,101 @@ def _settle(ctx: Ctx, row: dict[str, Any], index: int) -> None:
                                    code_ids), lambda made: f"Settled the turn with {len(made)} code(s).")
 
 
-def render_disagreement(ctx: Ctx, index: int, row: dict[str, Any], paths: dict[str, str]) -> None:
+def _settle_code(ctx: Ctx, row: dict[str, Any], code_id: str, spans: list[tuple[int, int]], label: str) -> None:
+    _guarded(lambda: coding.settle_code(open_store(), ctx.project_id, ctx.coder_id, row["debate_id"], row["turn_id"],
+                                        code_id, spans),
+             lambda made: f"Settled {label}: {len(made)} gold coding(s).")
+
+
+def span_words(spans: list[tuple[int, int, str]], length: int) -> str:
+    """The characters passages cover, as a reader names them (`reports.covered`): "whole turn",
+    "characters 4–19; 30–41", or "—" for none."""
+    runs = reports.covered(((s, e) for s, e, _ in spans), length)
+    if runs == ((0, length),):
+        return "whole turn"
+    return "characters " + "; ".join(f"{s}–{e}" for s, e in runs) if runs else "—"
+
+
+def _passages_column(where: Any, key: str, title: str, text: str, spans: list[tuple[int, int, str]],
+                     colour: str) -> None:
+    """One coder's (or gold's) passages of a code: who, which characters, and the turn's text drawn
+    literally with those passages behind the code's colour (as the Code tab draws them)."""
+    with where.container(key=key):
+        st.markdown(f"**{md_escape(title)}** · {span_words(spans, len(text))}")
+        st.markdown(highlighted(text, [(s, e, colour) for s, e, _ in spans]))
+
+
+def render_code_disagreement(ctx: Ctx, index: int, j: int, row: dict[str, Any], item: dict[str, Any],
+                             colour: str) -> None:
+    """One code the coders applied to different characters of the turn: each coder's passages and
+    gold's side by side, and the lead's choices: the whole turn, one coder's passages, or not this code."""
+    text, code, holders = row["text"], item["code"], list(item["passages"].items())
+    with st.container(border=True, key=f"coding_dis_{index}_code_{j}"):
+        st.markdown(f":{colour}[●] **{md_escape(code)}**: the coders coded different characters with it")
+        columns = st.columns(len(holders) + 1)
+        for k, (name, spans) in enumerate(holders):
+            _passages_column(columns[k], f"coding_dis_text_{index}_{j}_{k}", name, text, spans, colour)
+        gold = item["gold"]
+        title = "gold" + ("" if gold else " · not this code" if item["decided"] else " · not settled")
+        _passages_column(columns[-1], f"coding_dis_gold_{index}_{j}", title, text, gold, colour)
+        settle = (ctx, row, item["code_id"])
+        buttons = st.columns(len(holders) + 2)
+        buttons[0].button("Whole turn", key=f"coding_settle_whole_{index}_{j}", on_click=_settle_code,
+                          args=(*settle, [(0, len(text))], f"{code} on the whole turn"))
+        for k, (name, spans) in enumerate(holders):
+            buttons[k + 1].button(f"As {md_escape(name)}", key=f"coding_settle_as_{index}_{j}_{k}",
+                                  disabled=not spans, on_click=_settle_code,
+                                  args=(*settle, [(s, e) for s, e, _ in spans], f"{code} as {name}'s passages"),
+                                  help="Gold takes this coder's passages of the code (same offsets and quotes)")
+        buttons[-1].button("Not this code", key=f"coding_settle_none_{index}_{j}", on_click=_settle_code,
+                           args=(*settle, [], f"{code}: not this code"))
+
+
+def render_disagreement(ctx: Ctx, index: int, row: dict[str, Any], paths: dict[str, str],
+                        colours: dict[str, str]) -> None:
     with st.container(border=True, key=f"coding_dis_{index}"):
         st.markdown(f"**{md_escape(row['header'])}** · debate {id8(row['debate_id'])}")
-        st.text(row["text"])
         columns = st.columns(len(row["codes"]) + 1)
         for column, (name, names) in zip(columns, row["codes"].items()):
             column.markdown(f"**{md_escape(name)}**  \n" + ("  \n".join(md_escape(n) for n in names) or "—"))
         columns[-1].markdown("**gold**  \n" + ("not settled" if row["gold"] is None else
                                                "  \n".join(md_escape(n) for n in row["gold"]) or "—"))
+        for j, item in enumerate(row["differ"]):
+            render_code_disagreement(ctx, index, j, row, item, colours.get(item["code_id"], "gray"))
         left, right = st.columns([4, 1], vertical_alignment="bottom")
-        left.multiselect("Settle as", list(paths), key=f"coding_settle_codes_{index}",
+        left.multiselect("Settle the whole turn as", list(paths), key=f"coding_settle_codes_{index}",
                          format_func=lambda c: paths.get(c, c))
         right.button("Settle", key=f"coding_settle_{index}", on_click=_settle, args=(ctx, row, index),
-                     help="The gold coding of this turn becomes these codes (the history records you decided)")
+                     help="The gold coding of this whole turn becomes these codes (the history records you decided)")
+
+
+def gold_figures(store: Store, ctx: Ctx, chosen: list[str], gold: str) -> tuple[str, list[tuple[str, Any]]]:
+    """Each chosen coder against gold: the unit (`reports.passage_unit`: characters once a coding of
+    theirs or gold's is a passage) and per coder the overall agreement, kept per session until the
+    project changes (character units take a while on a large project)."""
+    key = (ctx.project_id, tuple(chosen), _latest_change(store, ctx.project_id))
+    cached = st.session_state.get(GOLD_AGREEMENT)
+    if not cached or cached["key"] != key:
+        unit = reports.passage_unit(store, ctx.project_id, [*chosen, gold])
+        cached = st.session_state[GOLD_AGREEMENT] = {"key": key, "unit": unit, "rows": [
+            (coder, reports.agreement_rows(store, ctx.project_id, [coder, gold], unit)[-1].agreement)
+            for coder in chosen]}
+    return cached["unit"], cached["rows"]
 
 
 def render_gold_agreement(store: Store, ctx: Ctx, chosen: list[str], coders: dict[str, dict[str, Any]]) -> None:
     gold = next((c for c, row in coders.items() if row["kind"] == "gold"), None)
     if gold is None:
         return
-    lines = []
-    for coder in chosen:
-        overall = reports.agreement_rows(store, ctx.project_id, [coder, gold])[-1].agreement
-        lines.append(f"{md_escape(coders[coder]['name'])} vs gold: Cohen's κ {md_escape(overall.cohen_kappa.text())}"
-                     f" · percent agreement {md_escape(overall.percent_agreement.text())} · {overall.n_units} units")
+    unit, rows = gold_figures(store, ctx, chosen, gold)
+    lines = [f"{md_escape(coders[coder]['name'])} vs gold: Cohen's κ {md_escape(overall.cohen_kappa.text())}"
+             f" · percent agreement {md_escape(overall.percent_agreement.text())} · {overall.n_units} units"
+             for coder, overall in rows]
     with st.container(key="coding_gold_agreement"):
-        st.markdown("**Agreement with gold** (turn units, overall)  \n" + "  \n".join(lines))
+        st.markdown(f"**Agreement with gold** ({unit} units, overall)  \n" + "  \n".join(lines))
+        if unit == "character":
+            st.caption("Character units: each character of a turn is one decision, so passages count where they "
+                       "lie (intervals over characters are too narrow: read them as descriptive).")
 
 
 def render_disagreements_tab(store: Store, ctx: Ctx) -> None:
@@ -860,11 +994,15 @@ def render_disagreements_tab(store: Store, ctx: Ctx) -> None:
     if len(chosen) < 2:
         st.caption("Pick two or more coders.")
         return
-    paths = code_paths(storage.code_rows(store, ctx.project_id))
+    codes = storage.code_rows(store, ctx.project_id)
+    paths, colours = code_paths(codes), {c["id"]: named_colour(c["colour"]) for c in codes}
     rows = reports.disagreements(store, ctx.project_id, chosen)
-    st.caption(f"{len(rows)} turns where their codes differ (over the debates all of them coded).")
+    st.caption(f"{len(rows)} turns where their codings differ: a code on one coder's side only, or on different "
+               "passages (over the debates all of them coded).")
     for index, row in enumerate(rows[:MAX_ROWS]):
-        render_disagreement(ctx, index, row, paths)
+        render_disagreement(ctx, index, row, paths, colours)
+    if len(rows) > MAX_ROWS:
+        st.caption(f"The first {MAX_ROWS} of {len(rows)} turns.")
     render_gold_agreement(store, ctx, chosen, coders)
 
 

@@ -8,7 +8,10 @@ joined (with the class CSV), and the class's answers on the stage after a reveal
   Once joined, the URL names the target (`poll=<id>` or `seat=<id>`) beside the device's token
   (`device=`, as the poll page keeps it), so a reload shows it again with the same nickname and
   prediction; what opens is `JOIN_KINDS[kind]`. A poll's page follows the debate: when the teacher
-  opens the next poll, the joined phone shows it without a new code.
+  opens the next poll, the joined phone shows it without a new code. A coding project's coder
+  invitation (`mad_core.qda.invitations`, no nickname needed) opens that project's Coding page
+  (`?invite=CODE`; what such a visitor reaches is `access`'s docstring); a retired one is said under
+  the code field, and nothing opens.
 - Teacher (`render_class`, the presenter's sidebar, refreshed every POLL_REFRESH_S): `class_joined`
   (the nicknames), `class_predicted` (who predicted in the poll on the stage) and `class_csv` (the class
   CSV, one row per student per poll: `mad_core.classroom.class_csv`).
@@ -27,8 +30,10 @@ import streamlit as st
 
 from mad_core import classroom, polls
 from mad_core.classroom import ClassroomError
+from mad_core.qda import invitations
 from mad_core.view import DebateView
 
+from . import access
 from . import poll as poll_ui
 from .common import md_escape, model_markdown, open_store
 from .seat import render_seat_page
@@ -37,6 +42,8 @@ JOINED_NICKNAME = "join_me"  # session key: the nickname this session joined und
 ERRORS = "join_errors"  # session key: {field: message} of the last refused join
 CLASS_VIEW = poll_ui.CLASS_VIEW  # session key: False while the teacher shows the agents after a reveal
 FIELDS = {"code": "Code", "nickname": "Nickname", "device": "This page"}
+CODING_PAGE = "pages/8_Coding.py"
+INVITING = "join_inviting"  # session key: the live coder invitation just typed, opened on the next run
 
 
 # ----- the students' join page --------------------------------------------------------------------
@@ -56,9 +63,25 @@ def render_joined_poll(poll_id: str, device: str, nickname: str) -> None:
 JOIN_KINDS = {"poll": render_joined_poll, "seat": render_seat_page}
 
 
+def _invited(typed: object) -> bool:
+    """A coder invitation typed: a live one admits this session to its project (opened on the next run),
+    a retired one is said under the code field. False when the code is no coder invitation."""
+    invitation = invitations.admits(open_store(), typed)
+    if invitation is None:
+        return False
+    if invitation["retired"]:
+        st.session_state[ERRORS] = {"code": f"{FIELDS['code']}: the coder invitation {invitation['code']} was "
+                                            "retired by the project's lead: ask them for the current code"}
+    else:
+        st.session_state[access.INVITED] = st.session_state[INVITING] = invitation["code"]
+    return True
+
+
 def _join(device: str) -> None:
     """The Join button: enter the code under the nickname; the URL then names what it opened."""
     st.session_state.pop(ERRORS, None)
+    if _invited(st.session_state.get("join_code")):
+        return
     try:
         joined = classroom.enter(open_store(), st.session_state.get("join_code"),
                                  st.session_state.get("join_nickname"), device)
@@ -89,13 +112,17 @@ def _joined_target(device: str) -> tuple[str, str, str] | None:
 
 def render_join_page() -> None:
     """The page a student opens on a phone: the code and a nickname, then what the code opened."""
+    invited = st.session_state.pop(INVITING, None)
+    if invited:  # a coder invitation: that project's Coding page, the code in its URL
+        st.switch_page(CODING_PAGE, query_params={access.INVITE_PARAM: invited})
     device = poll_ui.device_token()
     joined = _joined_target(device)
     if joined is not None:
         kind, target, nickname = joined
         JOIN_KINDS[kind](target, device, nickname)
         return
-    st.markdown("Type the code on the screen and the nickname the class will see.")
+    st.markdown("Type the code on the screen and the nickname the class will see (a coder invitation needs no "
+                "nickname: you choose your coder name on the Coding page).")
     st.text_input("Code", key="join_code", max_chars=12, placeholder="e.g. K7M3PX")
     _field_error("code")
     st.session_state.setdefault("join_nickname", st.session_state.get(JOINED_NICKNAME) or "")

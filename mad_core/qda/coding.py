@@ -8,7 +8,9 @@ the project's history (`storage.record_history`: who, what, before and after). R
     unknown project, code, coder or turn;
   * a coder changes only their own work: deleting (or undoing the deletion of) another coder's
     coding or memo is refused (PermissionError); only the lead reveals a blind project or
-    writes the gold coding (or an adjudicator the lead named);
+    writes the gold coding (`settle` a set of codes on a passage, `settle_code` one code on a
+    turn to given passages); a person cannot take the gold or a model coder's name, nor, when
+    admitted by a coder invitation (`join(may_lead=False)`), the lead's;
   * nothing is removed: deleting marks `deleted_at`, and `undo_delete` clears it again;
   * a passage is `turn text[start:end]` of the stored turn, its quote kept beside its offsets.
 
@@ -105,18 +107,26 @@ def add_debates(store: Store, project_id: str, debate_ids: list[str], actor: str
     return added
 
 
-def join(store: Store, project_id: str, name: str, kind: str = "person", *, session: str | None = None) -> str:
+def join(store: Store, project_id: str, name: str, kind: str = "person", *, session: str | None = None,
+         may_lead: bool = True) -> str:
     """The id of the project's coder called `name` (any case), added when new. `session`: the browser
     session that speaks for this coder (the app passes its session token): a name another session
-    holds is refused (ValueError naming "coder"), so nobody codes, or deletes, under another's name."""
+    holds is refused (ValueError naming "coder"), so nobody codes, or deletes, under another's name.
+    `may_lead` False (a colleague admitted by a coder invitation): the lead's name is refused too,
+    whoever holds it, so such a coder never leads."""
     name = _name(name, "coder")
     if kind not in storage.CODER_KINDS:
         raise ValueError(f"kind: {kind!r} is not one of {', '.join(storage.CODER_KINDS)}")
-    _project(store, project_id)
+    project = _project(store, project_id)
+    if not may_lead and project["lead"] and name.lower() == str(project["lead"]).lower():
+        raise ValueError(f"coder: {name!r} is the name of the project's lead; pick your own name")
     with store.transaction() as db:
-        rows = store.query("SELECT id, session FROM coders WHERE project_id = ? AND name = ? COLLATE NOCASE",
+        rows = store.query("SELECT id, session, kind FROM coders WHERE project_id = ? AND name = ? COLLATE NOCASE",
                            [project_id, name])
         if rows:
+            if kind == "person" and rows[0]["kind"] != "person":  # a person never codes as gold or as a model
+                raise ValueError(f"coder: {name!r} is the name of the project's {rows[0]['kind']} coder; "
+                                 "pick your own name")
             held = rows[0]["session"]
             if session is not None and held is not None and held != session:
                 raise ValueError(f"coder: {name!r} is another coder's name in this project (another browser "
@@ -418,6 +428,31 @@ def settle(store: Store, project_id: str, coder_id: str, debate_id: str, turn_id
         made = [apply_code(store, project_id, gold, debate_id, turn_id, code_id, start, end) for code_id in code_ids]
         storage.record_history(db, project_id, lead, "settle", "unit", f"{debate_id}:{turn_id}:{start}:{end}", None,
                                {"codes": list(code_ids), "decided_by": lead})
+    return made
+
+
+def settle_code(store: Store, project_id: str, coder_id: str, debate_id: str, turn_id: str, code_id: str,
+                spans: Sequence[tuple[int, int]]) -> list[str]:
+    """The lead (`coder_id`) settles one code on one turn: the gold codings of `code_id` on the turn
+    become exactly `spans` ((start, end) passages of the turn's text: the whole turn, one coder's
+    passages, or none for "not this code"); every earlier gold coding of that code on that turn is
+    marked deleted. Returns the new gold codings' ids (each keeps its passage's quote); the history
+    records who decided. A non-lead is refused (PermissionError), bad offsets or an unknown code or
+    turn too (ValueError, LookupError), before anything is written."""
+    if not is_lead(store, project_id, coder_id):
+        raise PermissionError("only the project's lead settles disagreements into the gold coding")
+    text = _turn_text(store, project_id, debate_id, turn_id)
+    _code(store, project_id, code_id)
+    checked = sorted(dict.fromkeys(check_passage(text, *span) for span in spans))
+    gold = gold_coder(store, project_id)
+    lead = _coder(store, project_id, coder_id)["name"]
+    with store.transaction() as db:
+        db.execute("UPDATE codings SET deleted_at = ? WHERE coder_id = ? AND debate_id = ? AND turn_id = ? "
+                   "AND code_id = ? AND deleted_at IS NULL", [time.time(), gold, debate_id, turn_id, code_id])
+        made = [apply_code(store, project_id, gold, debate_id, turn_id, code_id, start, end) for start, end in checked]
+        storage.record_history(db, project_id, lead, "settle", "code", code_id, None,
+                               {"debate_id": debate_id, "turn_id": turn_id, "code": code_id,
+                                "spans": [list(span) for span in checked], "decided_by": lead})
     return made
 
 

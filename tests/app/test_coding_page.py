@@ -4,6 +4,9 @@ browser sessions (the second sees nothing of the first until the lead reveals, a
 lead's name), delete that asks first and can be undone, the agreement table equal to the engine's
 figures, hostile names and turn text drawn literally, and the exchange tab (QDPX out, a hostile QDC
 refused with nothing written), and a model's pre-coding in the background with a proposal accepted.
+The lead settles a passage disagreement into gold, and hands out a coder invitation: a visitor from
+another machine who types it at /join codes that project only (no other project, no lead's tab, no
+teacher page), until the lead retires it.
 """
 from __future__ import annotations
 
@@ -12,9 +15,13 @@ import re
 import pytest
 from app_helpers import APP, keys, run_debate, scripted_debate, texts
 from streamlit.testing.v1 import AppTest
+from test_access import remote  # noqa: F401 - the fixture: every session on another machine
+from test_join_page import JOIN
+from test_join_page import join as join_by_code
 
-from mad_core.qda import coding, reports, storage
+from mad_core.qda import coding, invitations, reports, storage
 from mad_core.store import Store
+from madlab_ui import access
 from madlab_ui import coding as page_parts
 from madlab_ui.coding import CODING_OPEN, FIGURE_TITLES
 
@@ -328,6 +335,44 @@ def test_the_lead_settles_a_disagreement_into_gold_and_the_history_says_who(code
     assert (history[0]["who"], history[0]["action"]) == ("Ann", "settle")
 
 
+def test_the_lead_settles_a_passage_disagreement_to_one_coders_passage_and_gold_shows_it(coded):
+    """Ann coded Price on the whole first turn, Bob on "the zebrafinch." only: the same code on different
+    characters is listed, each coder's passage highlighted; "As Bob" copies his passage into gold."""
+    at, project_id, debates, price = coded
+    bob = page("Bob")
+    clicked(bob, f"coding_open_{project_id[:8]}")
+    code_turn(bob, debates[0], 0, [price], span=(4, 5))
+    ids = {c["name"]: c["id"] for c in storage.coder_rows(Store(), project_id)}
+    theirs = codings_of(project_id, "Bob")[0]
+    assert theirs["quote"] == "the zebrafinch."
+    at.multiselect(key="coding_dis_coders").set_value([ids["Ann"], ids["Bob"]]).run()
+    section = at.get_by_key("coding_dis_0_code_0")
+    assert "Price" in texts(section) and "different characters" in texts(section)
+    shown = at.get_by_key("coding_dis_text_0_0_1").markdown
+    assert "Bob" in shown[0].value and f"characters {theirs['start']}–{theirs['end']}" in shown[0].value
+    assert re.search(r":\w+-background\[the zebrafinch\\.\]", shown[1].value)  # his passage, highlighted
+    assert "whole turn" in texts(at.get_by_key("coding_dis_text_0_0_0"))  # Ann's: the whole turn
+    assert "not settled" in texts(at.get_by_key("coding_dis_gold_0_0"))
+    clicked(at, "coding_settle_as_0_0_1")
+    assert "Settled Price as Bob's passages: 1 gold coding(s)." in texts(at.get_by_key("coding_message")).replace(
+        "\\", "")
+    store = Store()
+    gold = next(c["id"] for c in storage.coder_rows(store, project_id) if c["kind"] == "gold")
+    assert [(r["start"], r["end"], r["quote"], r["code_id"]) for r in storage.coding_rows(
+        store, project_id, coder_ids=[gold])] == [(theirs["start"], theirs["end"], "the zebrafinch.", price)]
+    column = at.get_by_key("coding_dis_gold_0_0")
+    assert f"characters {theirs['start']}–{theirs['end']}" in texts(column) and "not settled" not in texts(column)
+    assert "-background[the zebrafinch" in column.markdown[1].value
+    assert "Price" in texts(at.get_by_key("coding_dis_0"))  # the turn's gold codes
+    assert "(character units, overall)" in texts(at.get_by_key("coding_gold_agreement"))
+    # "Not this code": gold keeps no Price there, and says the lead decided.
+    clicked(at, "coding_settle_none_0_0")
+    assert storage.coding_rows(Store(), project_id, coder_ids=[gold]) == []
+    assert "not this code" in texts(at.get_by_key("coding_dis_gold_0_0"))
+    history = at.get_by_key("coding_history").dataframe[0].value.to_dict("records")
+    assert [(h["who"], h["action"]) for h in history[:2]] == [("Ann", "settle"), ("Ann", "settle")]
+
+
 def test_selected_text_is_coded_only_once_a_valid_selection_came_back(coded):
     """The mouse selection comes from the browser (tests/e2e/test_e2e_coding.py drives it); here: with
     none yet, Apply says what to do and stores nothing; the offsets a browser sends are checked."""
@@ -346,3 +391,81 @@ def test_selected_text_is_coded_only_once_a_valid_selection_came_back(coded):
     for bad in ({"start": 5, "end": 2}, {"start": -1, "end": 2}, {"start": 0, "end": 7}, {"start": True, "end": 3},
                 {"start": "0", "end": 3}, None, [0, 3]):
         assert checked_selection(bad, "abcdef") is None, bad
+
+
+# ----- the coder invitation ----------------------------------------------------------------------------
+def test_the_lead_creates_and_retires_a_coder_invitation_and_a_coder_who_does_not_lead_sees_none(coded):
+    at, project_id, _, _ = coded
+    assert "none now" in texts(at.get_by_key("coding_invitation")) and "coding_invite_retire" not in keys(at)
+    clicked(at, "coding_invite_create")
+    code = invitations.live_code(Store(), project_id)
+    assert code is not None and f"`{code}`" in texts(at.get_by_key("coding_invitation"))
+    assert "/join" in texts(at.get_by_key("coding_invitation"))
+    bob = page("Bob")
+    clicked(bob, f"coding_open_{project_id[:8]}")
+    assert "coding_invitation" not in keys(bob) and code not in texts(bob)  # must not: the code shown to Bob
+    clicked(at, "coding_invite_retire")
+    assert invitations.live_code(Store(), project_id) is None and invitations.project_of(Store(), code) is None
+    assert f"Retired the coder invitation {code}" in texts(at.get_by_key("coding_message"))
+    assert "coding_invite_create" in keys(at)
+
+
+def test_an_invited_visitor_codes_one_project_and_reaches_nothing_else(remote):  # noqa: F811
+    """From another machine: the code typed at /join opens that project's Coding page (no nickname needed).
+    Blind: Ann's coding is hidden; the visitor cannot take Ann's name, codes a turn and writes a memo.
+    Must not happen: the project list, another project, another debate of the archive, the lead's tabs,
+    Exchange, pre-coding, the invitation, a teacher page; after the lead retires the code, the page."""
+    debates = [run_debate("What is the capital of France?"), run_debate("Which secret city is largest?")]
+    store = Store()
+    project_id = coding.create_project(store, "Price study", "Ann", debate_ids=[debates[0]], session="ann-browser")
+    ann = coding.join(store, project_id, "Ann", session="ann-browser")
+    price = coding.add_code(store, project_id, "Ann", "Price")
+    coding.apply_code(store, project_id, ann, debates[0], first_turn(debates[0])["turn_id"], price, 0, 5)
+    other = coding.create_project(store, "Secret study", "Ann", debate_ids=[debates[1]])
+    code = invitations.invite(store, project_id, ann)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page(JOIN).run()
+    join_by_code(at, code.lower(), "")
+    assert at.query_params["invite"] in (code, [code]) and "access_refused" not in keys(at)
+    assert "Price study" in at.header[0].value  # the Join button's run went on to the Coding page
+    at.switch_page(CODING).run()  # AppTest keeps the page it was told: the browser would stay there (e2e)
+    assert "Price study" in at.header[0].value and "access_refused" not in keys(at)
+    at.text_input(key="coding_coder").input("ann").run()  # the lead's name: refused, no coding controls
+    assert "the name of the project's lead" in texts(at) and not [k for k in keys(at) if k.startswith("coding_apply")]
+    at.text_input(key="coding_coder").input("Vera").run()
+    assert not at.exception, at.exception
+    suffix = f"{debates[0][:8]}_0"
+    assert [t.label for t in at.tabs] == ["Code", "Codebook", "Agreement"]
+    assert at.selectbox(key="coding_debate").options == [page_parts.debate_label(
+        store.get_debate(debates[0])["question"], debates[0])]
+    for absent in ("coding_projects", "coding_new", "coding_create", "coding_add_debates", "coding_reveal",
+                   "coding_progress", "coding_invitation", "coding_dis_coders", "coding_history", "coding_qdpx",
+                   "coding_upload", "coding_precode"):
+        assert absent not in keys(at), absent
+    assert not [k for k in keys(at) if k.startswith("coding_open_")]
+    shown = texts(at)
+    assert "Secret study" not in shown and "secret city" not in shown and other[:8] not in shown and code not in shown
+    assert "-background[" not in at.get_by_key(f"coding_text_{suffix}").markdown[0].value  # blind: Ann's hidden
+    code_turn(at, debates[0], 0, [price])
+    vera = codings_of(project_id, "Vera")
+    assert [(c["code_id"], c["start"], c["quote"]) for c in vera] == [(price, 0, first_turn(debates[0])["content"])]
+    held = next(c for c in storage.coder_rows(Store(), project_id) if c["name"] == "Vera")["session"]
+    assert held == f"visitor:{at.session_state['owner_id']}"
+    at.text_area(key="coding_memo_text").input("a price, said twice")
+    clicked(at, "coding_memo_add")
+    assert [m["text"] for m in storage.memo_rows(Store(), project_id)] == ["a price, said twice"]
+    at.switch_page("pages/1_Transcripts.py").run()
+    assert texts(at.get_by_key("access_refused")) == access.REFUSED
+    assert "running_list" not in keys(at)
+    at.switch_page(CODING).run()
+    assert "Price study" in at.header[0].value  # back on its project (the invitation still admits)
+    invitations.retire(Store(), project_id, ann)
+    # The page drawn before the retirement: Apply's callback runs before the page's guard, and changes nothing.
+    code_turn(at, debates[0], 1, [price])
+    assert len(codings_of(project_id, "Vera")) == 1
+    assert texts(at.get_by_key("access_refused")).replace("\\", "") == access.INVITATION_GONE
+    assert "coding_coder" not in keys(at) and "Price study" not in texts(at)
+    late = AppTest.from_file(APP, default_timeout=60).run()  # another colleague types the retired code
+    join_by_code(late.switch_page(JOIN).run(), code, "")
+    assert "was retired by the project's lead" in texts(late.get_by_key("join_code_error"))
+    assert "invite" not in late.query_params and access.INVITED not in late.session_state

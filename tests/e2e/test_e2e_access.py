@@ -12,6 +12,9 @@ teacher's token) shows the debate with no steering control at all; Transcripts, 
 Experiments refuse in one line; the poll link takes a prediction; the Presenter shows the debate
 without its pause key; the teacher key link (from the line `python -m madlab_ui.access` prints) makes
 that browser the teacher. The positive control: the same pages on loopback show enabled controls.
+A coding project's coder invitation typed at /join opens that project's Coding page: the visitor
+names itself, codes a turn (stored under its name) and keeps its place over a reload, and reaches no
+other project, no lead's tab, no teacher page; once the lead retires the code, the page says so.
 
 Needs root (`ip netns`, veth) and Debian's chromium; skipped, saying why, where either is missing.
 """
@@ -28,8 +31,10 @@ from conftest import CHROMIUM_ARGS, REPO, browser_page, run_server
 from e2e_helpers import (LIVE_TIMEOUT, configure_debate, debate_by_question, expect, expect_no_exception, fill, key,
                          open_app, start, status, turn, unique, wait_for_idle)
 from e2e_scripts import debate_script, reply, words
+from test_e2e_coding import choose_option, press, stored_debate, type_in
 
 from mad_core import join_codes, polls
+from mad_core.qda import coding, invitations, storage
 from mad_core.store import Store
 from madlab_ui import access
 
@@ -278,3 +283,52 @@ def test_the_teacher_key_link_makes_another_machine_the_teacher(projected, phone
     expect(key(phone, "access_refused")).to_be_visible()
     # Must not happen: the key anywhere in the server's log.
     assert found.group(1) not in lan_server.log_tail(10**7)
+
+
+def test_a_coder_invitation_admits_a_visitor_to_that_projects_coding_page_and_nothing_else(projected, phone,
+                                                                                              lan_server):
+    with Store(lan_server.db_path) as store:
+        debate_id, secret = stored_debate(store), stored_debate(store)
+        project_id = coding.create_project(store, unique("Invited study"), "Ann", debate_ids=[debate_id],
+                                           session="ann-browser")
+        ann = coding.join(store, project_id, "Ann", session="ann-browser")
+        price = coding.add_code(store, project_id, "Ann", "Price")
+        other = coding.create_project(store, unique("Other study"), "Ann", debate_ids=[secret])
+        names = [storage.project_row(store, p)["name"] for p in (project_id, other)]
+        code = invitations.invite(store, project_id, ann)
+    open_app(phone, lan_server.lan_url, "/join")
+    fill(phone, "join_code", f"{code[:3].lower()}-{code[3:]}")  # no nickname: a coder names itself on the page
+    key(phone, "join_send").locator("button").first.click()
+    expect(phone).to_have_url(re.compile(rf"/Coding\?(.*&)?invite={code}"))
+    main = phone.locator('[data-testid="stMain"]')
+    expect(main.locator("h2")).to_contain_text(names[0])
+    type_in(phone, "coding_coder", "Vera")
+    s = f"{debate_id[:8]}_0"
+    choose_option(phone, f"coding_codes_{s}", "Price")
+    press(phone, f"coding_apply_{s}")
+    expect(key(phone, "coding_message")).to_contain_text("Coded the whole turn with 1 code(s)")
+    with Store(lan_server.db_path) as store:
+        vera = next(c["id"] for c in storage.coder_rows(store, project_id) if c["name"] == "Vera")
+        assert [(r["code_id"], r["turn_id"]) for r in storage.coding_rows(store, project_id, coder_ids=[vera])] == [
+            (price, "t0")]
+    for tab_name in ("Code", "Codebook", "Agreement"):
+        expect(phone.get_by_role("tab", name=tab_name, exact=True)).to_have_count(1)
+    # Must not happen: the project list, another project, adding debates, the lead's or the Exchange tab.
+    for tab_name in ("Disagreements", "History", "Exchange"):
+        expect(phone.get_by_role("tab", name=tab_name, exact=True)).to_have_count(0)
+    for name in ("coding_projects", "coding_new", "coding_add_debates", "coding_invitation", "coding_precode"):
+        expect(key(phone, name)).to_have_count(0)
+    expect(main).not_to_contain_text(names[1])
+    expect(main).not_to_contain_text(secret[:8])
+    phone.reload()  # the same address: the same project, the same coder name, Vera's coding on the turn
+    wait_for_idle(phone)
+    expect(key(phone, f"coding_turn_{s}")).to_contain_text("Vera")
+    expect(key(phone, f"coding_apply_{s}")).to_be_visible()
+    open_app(phone, lan_server.lan_url, "/Transcripts")
+    expect(key(phone, "access_refused")).to_have_text(access.REFUSED)
+    with Store(lan_server.db_path) as store:
+        invitations.retire(store, project_id, ann)
+    open_app(phone, lan_server.lan_url, f"/Coding?invite={code}")
+    expect(key(phone, "access_refused")).to_have_text(access.INVITATION_GONE)
+    expect(main.locator('[data-testid="stElementContainer"]')).to_have_count(1)  # nothing of the project
+    expect(main).not_to_contain_text(names[0])

@@ -67,3 +67,22 @@ def test_a_clash_draws_again(store, monkeypatch):
     monkeypatch.setattr(join_codes, "new_code", lambda: next(drawn))
     assert join_codes.issue(store, "poll", "p1") == "ACEFHJ"
     assert join_codes.issue(store, "poll", "p2") == "KMNPRT"
+
+
+def test_a_renewed_target_gets_a_new_code_and_its_retired_one_stays_retired(store):
+    """A coding project's invitation: retired, then handed out again, it gets a new code; the old one is
+    still in the table (never drawn again) and still admits nobody."""
+    first = join_codes.renew(store, "coding", "p1")
+    assert join_codes.renew(store, "coding", "p1") == first == join_codes.live_code(store, "coding", "p1")
+    assert join_codes.lookup(store, first.lower()) == {"code": first, "kind": "coding", "target": "p1",
+                                                       "retired": False}
+    join_codes.retire(store, "coding", "p1")
+    assert join_codes.live_code(store, "coding", "p1") is None and join_codes.resolve(store, first) is None
+    assert join_codes.lookup(store, first)["retired"] is True
+    second = join_codes.renew(store, "coding", "p1")
+    assert second != first and join_codes.resolve(store, second) == {"code": second, "kind": "coding", "target": "p1"}
+    # must not: the retired code admitting again, or leaving the table (where it would be free to draw again)
+    assert join_codes.resolve(store, first) is None
+    assert join_codes.lookup(store, first) == {"code": first, "kind": "coding", "target": "p1", "retired": True}
+    assert len(store.query("SELECT * FROM join_codes WHERE kind = 'coding'")) == 2
+    assert join_codes.lookup(store, "KKKKKK") is None and join_codes.lookup(store, "nope") is None

@@ -225,11 +225,16 @@ def test_agreement_of_a_stored_project_and_its_disagreements_with_gold(store, pr
     assert [r["code"] for r in parsed] == ["'=Price", "Agree", "overall"]  # must not: a formula in the CSV
     assert parsed[0]["coders"] == "Lena; Omar" and float(parsed[1]["percent_agreement"]) == pytest.approx(2 / 3)
     differ = reports.disagreements(store, project_id, [lena, omar])
-    assert [(d["turn_id"], d["codes"], d["gold"]) for d in differ] == [(t3, {"Lena": ["Agree"], "Omar": []}, None)]
-    assert differ[0]["text"] == TEXTS[2] and differ[0]["header"] == "Agent 1 · round 2 · discussion"
+    # t1: both applied =Price, Lena to "$1.05" only, Omar to the whole turn: different characters, listed.
+    assert [(d["turn_id"], d["codes"], d["gold"]) for d in differ] == [
+        (t1, {"Lena": ["=Price"], "Omar": ["=Price"]}, None), (t3, {"Lena": ["Agree"], "Omar": []}, None)]
+    assert differ[1]["text"] == TEXTS[2] and differ[1]["header"] == "Agent 1 · round 2 · discussion"
+    assert differ[0]["differ"][0]["passages"] == {"Lena": [(14, 19, "$1.05")], "Omar": [(0, len(TEXTS[0]), TEXTS[0])]}
     coding.settle(store, project_id, lena, "d1", t3, [])  # the lead: nothing applies here
     coding.settle(store, project_id, lena, "d1", t1, [price])
-    assert reports.disagreements(store, project_id, [lena, omar])[0]["gold"] is None  # an empty gold is no coding
+    after = reports.disagreements(store, project_id, [lena, omar])
+    assert [d["gold"] for d in after] == [["=Price"], None]  # an empty gold is no coding
+    assert after[1]["differ"][0]["decided"] and after[1]["differ"][0]["gold"] == []  # decided: "not this code"
     gold = coding.gold_coder(store, project_id)
     versus = {row.code: row.agreement for row in reports.agreement_rows(store, project_id, [omar, gold])}
     assert versus["=Price"].percent_agreement.value == 1.0 and versus["Agree"].percent_agreement.value == 1.0
@@ -360,3 +365,115 @@ def test_passages_of_a_debate_as_a_viewer_may_see_them_blind_then_revealed(store
     assert len(coding.passages_of_debate(store, "d1", None)[turn["turn_id"]]) == 2
     coding.delete_code(store, project_id, doubt, "Lena")
     assert [p["code"] for p in coding.passages_of_debate(store, "d1", None)[turn["turn_id"]]] == ["Price"]
+
+
+def test_a_code_on_different_passages_is_a_disagreement_the_lead_settles_to_one_coders_passage(store, project):
+    """Both coders put Price on turn 1, Lena on "$1.05", Omar on "5 cents": listed. Turn 2 coded with the
+    same characters in one passage and in two (must not be listed). The lead settles Price on turn 1 to
+    Omar's passage: gold gets his offsets and quote, and an earlier gold coding of Price there goes."""
+    from mad_core.qda import reports
+
+    project_id, lena, omar = project
+    price = coding.add_code(store, project_id, "Lena", "Price")
+    t1, t2, _ = (t.id for t in store.turns("d1"))
+    coding.apply_code(store, project_id, lena, "d1", t1, price, 14, 19)
+    coding.apply_code(store, project_id, omar, "d1", t1, price, 33, 40)
+    coding.apply_code(store, project_id, lena, "d1", t2, price, 0, 3)
+    coding.apply_code(store, project_id, lena, "d1", t2, price, 3, 6)
+    coding.apply_code(store, project_id, omar, "d1", t2, price, 0, 6)
+    differ = reports.disagreements(store, project_id, [lena, omar])
+    assert [d["turn_id"] for d in differ] == [t1]  # must not: t2, the same characters in other pieces
+    item = differ[0]["differ"][0]
+    assert (item["code_id"], item["code"], item["gold"], item["decided"]) == (price, "Price", [], False)
+    assert item["passages"] == {"Lena": [(14, 19, "$1.05")], "Omar": [(33, 40, "5 cents")]}
+    assert reports.passage_unit(store, project_id, [lena, omar]) == "character"
+    gold = coding.gold_coder(store, project_id)
+    earlier = coding.settle(store, project_id, lena, "d1", t1, [price])  # the whole turn first
+    history = len(storage.history(store, project_id))
+    # must not: a coder who does not lead settles, or offsets past the turn; nothing written by either
+    with pytest.raises(PermissionError):
+        coding.settle_code(store, project_id, omar, "d1", t1, price, [(33, 40)])
+    with pytest.raises(ValueError, match="^end:"):
+        coding.settle_code(store, project_id, lena, "d1", t1, price, [(33, 40), (0, 999)])
+    assert [r["id"] for r in storage.coding_rows(store, project_id, coder_ids=[gold])] == earlier
+    assert len(storage.history(store, project_id)) == history
+    made = coding.settle_code(store, project_id, lena, "d1", t1, price, [tuple(s[:2]) for s in item["passages"]["Omar"]])
+    rows = storage.coding_rows(store, project_id, coder_ids=[gold])
+    assert [(r["id"], r["start"], r["end"], r["quote"], r["code_id"]) for r in rows] == [
+        (made[0], 33, 40, "5 cents", price)]
+    assert [r["deleted_at"] is not None for r in storage.coding_rows(store, project_id, coder_ids=[gold], deleted=True)
+            if r["id"] in earlier] == [True]  # replaced, kept in the database as deleted
+    settled = storage.history(store, project_id)[0]
+    assert (settled["actor"], settled["action"], settled["after"]["spans"], settled["after"]["decided_by"]) == (
+        "Lena", "settle", [[33, 40]], "Lena")
+    item = reports.disagreements(store, project_id, [lena, omar])[0]["differ"][0]
+    assert (item["gold"], item["decided"]) == ([(33, 40, "5 cents")], True)
+    # Omar against gold over characters: they differ only on turn 2's first 6 characters (gold has none there).
+    total = sum(len(text) for text in TEXTS)
+    versus = reports.agreement_rows(store, project_id, [omar, gold], "character")[0].agreement
+    assert versus.n_units == total and versus.percent_agreement.value == pytest.approx(1 - 6 / total)
+    coding.settle_code(store, project_id, lena, "d1", t1, price, [])  # "not this code"
+    assert storage.coding_rows(store, project_id, coder_ids=[gold]) == []
+    assert reports.disagreements(store, project_id, [lena, omar])[0]["differ"][0]["decided"]
+
+
+def test_the_unit_that_shows_the_coders_work_is_the_turn_until_a_passage_is_coded(store, project):
+    from mad_core.qda import reports
+
+    project_id, lena, omar = project
+    price = coding.add_code(store, project_id, "Lena", "Price")
+    t1 = store.turns("d1")[0].id
+    coding.apply_code(store, project_id, lena, "d1", t1, price)
+    coding.apply_code(store, project_id, omar, "d1", t1, price, 0, len(TEXTS[0]))  # a "passage" of every character
+    assert reports.passage_unit(store, project_id, [lena, omar]) == "turn"
+    assert reports.disagreements(store, project_id, [lena, omar]) == []  # the same characters: no disagreement
+    coding.apply_code(store, project_id, omar, "d1", t1, price, 4, 7)
+    assert reports.passage_unit(store, project_id, [lena, omar]) == "character"
+    assert reports.passage_unit(store, project_id, [lena]) == "turn"
+
+
+def test_a_coder_invitation_is_the_leads_to_make_and_retire_and_a_retired_one_admits_nobody(store, project):
+    from mad_core.qda import invitations
+
+    project_id, lena, omar = project
+    other = coding.create_project(store, "Other", "Lena", debate_ids=["d2"])
+    with pytest.raises(PermissionError):  # must not: a coder who does not lead hands out or retires a code
+        invitations.invite(store, project_id, omar)
+    assert invitations.live_code(store, project_id) is None and store.query("SELECT * FROM join_codes") == []
+    code = invitations.invite(store, project_id, lena)
+    assert len(code) == 6 and invitations.invite(store, project_id, lena) == code  # one live code at a time
+    assert invitations.project_of(store, f" {code[:3].lower()}-{code[3:]} ") == project_id
+    assert invitations.admits(store, code) == {"code": code, "project": project_id, "retired": False}
+    with pytest.raises(PermissionError):
+        invitations.retire(store, project_id, omar)
+    assert invitations.project_of(store, code) == project_id
+    assert invitations.retire(store, project_id, lena) == code
+    assert invitations.project_of(store, code) is None  # retired: admits nobody
+    assert invitations.admits(store, code)["retired"] is True
+    assert invitations.retire(store, project_id, lena) is None  # nothing live to retire
+    again = invitations.invite(store, project_id, lena)
+    assert again != code and invitations.project_of(store, again) == project_id
+    assert invitations.project_of(store, code) is None and invitations.project_of(store, "KKKKKK") is None
+    assert invitations.live_code(store, other) is None  # another project's: not invited by this code
+    actions = [(h["actor"], h["action"], h["entity"]) for h in storage.history(store, project_id)[:3]]
+    assert actions == [("Lena", "invite", "invitation"), ("Lena", "retire", "invitation"),
+                       ("Lena", "invite", "invitation")]
+    # A poll's code is no coder invitation.
+    from mad_core import join_codes
+    poll_code = join_codes.issue(store, "poll", "some-poll")
+    assert invitations.admits(store, poll_code) is None and invitations.project_of(store, poll_code) is None
+
+
+def test_an_invited_coder_never_takes_the_leads_the_golds_or_a_models_name(store):
+    project_id = coding.create_project(store, "Names", "Lena", debate_ids=["d1"])  # nobody holds Lena yet
+    with pytest.raises(ValueError, match="^coder: 'lena' is the name of the project's lead"):
+        coding.join(store, project_id, "lena", session="visitor:x", may_lead=False)
+    coding.gold_coder(store, project_id)
+    coding.join(store, project_id, "scripted/m", kind="model")
+    for name in ("Gold", "scripted/m"):
+        with pytest.raises(ValueError, match="^coder: .* coder; pick your own name"):
+            coding.join(store, project_id, name, session="visitor:x", may_lead=False)
+    ana = coding.join(store, project_id, "Ana", session="visitor:x", may_lead=False)
+    assert not coding.is_lead(store, project_id, ana)
+    assert [(c["name"], c["session"]) for c in storage.coder_rows(store, project_id)] == [
+        ("Lena", None), ("gold", None), ("scripted/m", None), ("Ana", "visitor:x")]  # must not: Lena's held
