@@ -42,8 +42,11 @@ pytestmark = pytest.mark.e2e
 NS = f"madlab{os.getpid() % 100000}"
 HOST_IF, PHONE_IF = f"mlh{os.getpid() % 100000}", f"mlp{os.getpid() % 100000}"
 HOST_IP, PHONE_IP = "10.213.7.1", "10.213.7.2"
-# The debate runs through every check: 400 words at 0.3 s a piece is two minutes a turn.
-SCRIPTS = {"lan": debate_script([reply("na", 400), reply("nb", 400), reply("nc", 400)], 3, token_delay=0.3)}
+# The debate runs through the checks: 300 words at 0.3 s a piece is 90 s a turn, 4.5 minutes in all. Not
+# longer: a scripted model is bounded like a remote one (120 s an attempt, DebateConfig.timeout_s), and a turn
+# cut at the bound is retried with the script's next reply (seen on a loaded machine with 400 words: Agent 1's
+# column showed Agent 2's words, and the check for Agent 1's failed).
+SCRIPTS = {"lan": debate_script([reply("na", 300), reply("nb", 300), reply("nc", 300)], 3, token_delay=0.3)}
 STEERING = ("pause", "resume", "stop", "force_decision", "say_all_text", "say_all_send", "say_one_agent",
             "say_one_text", "say_one_send", "presenter_pause", "resume_debate", "start")
 TEACHER_PAGES = ("Transcripts", "Compare", "Models", "Experiments", "Coding")

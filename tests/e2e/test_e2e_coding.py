@@ -160,23 +160,24 @@ def tab(page, name: str) -> None:
 def choose_option(page, name: str, label: str, typed: str | None = None) -> None:
     """Add the option shown as `label` (or the one whose label contains `typed`, typed to find it) to the
     multiselect keyed `name`, then close its list. A rerun landing while the list is open may close it
-    and take the typed text: then type again (3 tries)."""
+    and take the typed text, or redraw the field just as the option is clicked (seen on a loaded machine:
+    the option never reached the field): then the whole pick is done again (3 tries)."""
     field = key(page, name).locator("input")
     option = page.get_by_role("option", name=label, exact=True) if typed is None else \
         page.get_by_role("option", name=re.compile(re.escape(typed)))
     for attempt in range(3):
-        field.click()
-        field.fill(typed or label)
         try:
+            field.click()
+            field.fill(typed or label)
             option.first.wait_for(timeout=10_000)
-            break
-        except PlaywrightTimeoutError:
+            rerun(page, lambda: option.first.click())
+            field.press("Escape")
+            expect(key(page, name)).to_contain_text(typed or label, timeout=10_000)
+            return
+        except (PlaywrightTimeoutError, AssertionError):
             if attempt == 2:
                 raise
             wait_for_idle(page)
-    rerun(page, lambda: option.first.click())
-    field.press("Escape")
-    expect(key(page, name)).to_contain_text(typed or label)
 
 
 def suffix(debate_id: str, index: int = HOSTILE_TURN) -> str:
