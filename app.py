@@ -27,10 +27,6 @@ from madlab_ui import access, browse, codebook, controls, forms, live_page, navi
 from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, owner_id
 from madlab_ui.page import page_setup
 
-if navigation.route():  # the entry file's run: the chosen page (maybe this one, run again) has been drawn
-    st.stop()
-page_setup("Debate")
-access.key_notice()
 
 
 def load(debate_id: str) -> live_page.LivePage | None:
@@ -88,9 +84,10 @@ div:has(> .st-key-setup_form) { flex: 1 1 0 !important; height: auto !important;
 div:has(> .st-key-transcript) { --box: max(300px, calc(100dvh - 300px)); }
 div:has(> .st-key-transcript) { flex-basis: var(--box) !important; height: var(--box) !important; }
 </style>"""
-st.html(FIT_WINDOW_CSS)
-st.subheader(":material/forum: MAD Lab · watch and steer multi-agent LLM debates", anchor=False)
-if access.is_visitor():  # the debate in the link, read-only; no form, no list of running debates
+
+
+def render_visitor() -> None:
+    """A visitor's Debate page: the debate in its link, read-only; no form, no list of running debates."""
     if st.session_state.get(DEBATE_ID):
         watch(st.session_state[DEBATE_ID])
     else:
@@ -98,23 +95,45 @@ if access.is_visitor():  # the debate in the link, read-only; no form, no list o
             st.markdown(access.VISITOR_HOME)
     session_memory.show_watched_in_url()
     session_memory.remember()
-    st.stop()
-fork_asked = st.session_state.get(FORK_REQUEST)
-arrived_to_fork = bool(fork_asked) and not fork_asked.get("applied")  # render_fork_banner marks it applied
-setup, stage = st.columns([2, 3], gap="large")
-with setup:
-    forms.render_fork_banner()
-    forms.render_form()
-with stage:
-    watched = st.session_state.get(DEBATE_ID)
-    if watched:
-        watch(watched)
+
+
+def render_teacher() -> None:
+    """The teacher's Debate page: the form beside the watched debate (or the debates running now)."""
+    fork_asked = st.session_state.get(FORK_REQUEST)
+    arrived_to_fork = bool(fork_asked) and not fork_asked.get("applied")  # render_fork_banner marks it applied
+    setup, stage = st.columns([2, 3], gap="large")
+    with setup:
+        forms.render_fork_banner()
+        forms.render_form()
+    with stage:
+        watched = st.session_state.get(DEBATE_ID)
+        if watched:
+            watch(watched)
+        else:
+            st.info("Pick a preset or write a question, choose the agents and the rules, then press Start. "
+                    "The debate runs in the background: you may reload this page, leave it, or watch it from "
+                    "another tab (Transcripts lists running debates).")
+            browse.render_running(title="Debates running now", action="Watch")
+    session_memory.show_watched_in_url()
+    if arrived_to_fork:  # from a Fork button far down a transcript: open at the top, at this page's address
+        navigation.arrive_at_top()
+    session_memory.remember()  # again: the run itself may have changed the form (a fork applied) or the debate
+
+
+def render_debate_page() -> None:
+    page_setup("Debate")
+    access.key_notice()
+    st.html(FIT_WINDOW_CSS)
+    st.subheader(":material/forum: MAD Lab · watch and steer multi-agent LLM debates", anchor=False)
+    if access.is_visitor():
+        render_visitor()
     else:
-        st.info("Pick a preset or write a question, choose the agents and the rules, then press Start. "
-                "The debate runs in the background: you may reload this page, leave it, or watch it from "
-                "another tab (Transcripts lists running debates).")
-        browse.render_running(title="Debates running now", action="Watch")
-session_memory.show_watched_in_url()
-if arrived_to_fork:  # from a Fork button far down a transcript: open at the top, at this page's address
-    navigation.arrive_at_top()
-session_memory.remember()  # again: the run itself may have changed the form (a fork applied) or the debate
+        render_teacher()
+
+
+# The entry file's run routes to the chosen page (maybe this one, run again as the page) and ends there;
+# the page's own run draws it. Never st.stop() here: it puts the session's script runner in its stopped
+# state, which throws away a click queued while this run drew (a steering click lost after every full
+# redraw of a streaming debate, found by bench/class_phones.py).
+if not navigation.route():
+    render_debate_page()

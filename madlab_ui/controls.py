@@ -2,7 +2,9 @@
 
 Keys: `pause`, `resume`, `stop`, `force_decision`, `say_all_text` + `say_all_send`,
 `say_one_agent` + `say_one_text` + `say_one_send`, the steering line `steering_status` and, right
-under it, the answer to the last message sent (`steer_notice`: queued, or why it was refused).
+under it, the answer to the last message sent (`steer_notice`: queued, or why it was refused), in a slot
+of its own fixed height (`steer_notice_slot`), notice or none: when the notice went away after NOTICE_S
+the buttons moved up, and Stop slid under a pointer aimed at Pause (found by bench/class_phones.py).
 The controls live in one fragment of their own (`render_controls`): a click reruns only that
 fragment, not the whole page (the form, the settled transcript, the plots), so the state it asked
 for shows in the steering line within a fraction of a second. While the debate runs the fragment
@@ -63,6 +65,7 @@ STEERING_KEY = "steering_status"
 # Our own static CSS (no user or model text): a compact notice, so at 1280x720 the message box stays
 # in view below it.
 NOTICE_CSS = """<style>
+.st-key-steer_notice_slot { height: 3.6rem !important; min-height: 3.6rem; overflow-y: auto; flex: 0 0 auto !important; }
 .st-key-steer_notice [data-testid="stAlertContainer"] { padding: 0.4rem 0.75rem; }
 .st-key-steer_notice [data-testid="stMarkdownContainer"] p { font-size: 0.875rem; line-height: 1.4; }
 </style>"""
@@ -96,28 +99,33 @@ def control_state(debate: LiveDebate | None) -> tuple:
     return debate.done, controller.stopped, controller.paused, controller.force_requested
 
 
-def _steering(debate: LiveDebate | None) -> None:
-    """The steering line and, under it, the answer to the last message sent."""
+def _steering(debate: LiveDebate | None, notice: bool = True) -> None:
+    """The steering line and, under it (`notice`: for a session that may send messages), the answer to
+    the last message sent."""
     if debate is None:
         return
     with st.container(key=STEERING_KEY):
         st.markdown(f"**{md_escape(steering_line(debate))}**")
-    # A slot drawn on every run, notice or none: the buttons and forms below keep their places in the
-    # fragment, so a notice coming or going never leaves a second copy of them on screen while the
-    # browser swaps a run's elements in (seen: two "Message to one agent" boxes after Send to all).
-    _notice(st.empty())
+    # A slot drawn on every run, notice or none, always as high (NOTICE_CSS): the buttons and forms below
+    # keep their places, on the screen (a notice going away moves nothing under the pointer) and in the
+    # fragment (a notice coming or going never leaves a second copy of them on screen while the browser
+    # swaps a run's elements in; seen: two "Message to one agent" boxes after Send to all).
+    if notice:
+        with st.container(key="steer_notice_slot"):
+            _notice(st.empty())
 
 
 def _notice(slot) -> None:
     """The answer to the last message sent (queued, or why not), under the steering line while fresh,
     in `slot` (an `st.empty`)."""
     notice = st.session_state.get(NOTICE)
-    if not notice:
-        return
-    kind, text, sent = notice
-    if time.monotonic() - sent > NOTICE_S:
+    if notice and time.monotonic() - notice[2] > NOTICE_S:
         st.session_state.pop(NOTICE, None)
+        notice = None
+    if not notice:  # a blank line holds the slot open (Streamlit draws an empty container with no height)
+        slot.markdown("&nbsp;")
         return
+    kind, text, _ = notice
     with slot.container(key=NOTICE_KEY):
         if kind == "error":
             st.error(md_escape(text), icon="⚠️")
@@ -162,7 +170,7 @@ def render_controls(debate: LiveDebate | None, labels: list[str]) -> None:
 def _watch_only(debate: LiveDebate | None) -> None:
     """The read-only fragment's body: the steering line and why there are no controls."""
     with st.container(key="controls_read_only"):
-        _steering(debate)
+        _steering(debate, notice=False)
         with st.container(key="steer_read_only"):
             st.caption(access.READ_ONLY)
 

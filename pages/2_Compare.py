@@ -45,12 +45,12 @@ def label(debate_id: str) -> str:
 
 chosen = st.multiselect("Debates", list(debates), key="compare_ids", placeholder="pick two or more debates",
                         format_func=label)
-if not chosen:
+if not chosen:  # (no st.stop(): it would throw away a click queued while this run drew, app.py says why)
     st.info("Pick debates to compare their decisions and how their answers evolved, or two annotated "
             "debates to read side by side.")
-    st.stop()
 mode = st.radio("View", [OVERVIEW, SIDE_BY_SIDE], key="compare_mode", horizontal=True,
-                help="Side by side: two debates' transcripts in two columns, aligned by round, with their tags")
+                help="Side by side: two debates' transcripts in two columns, aligned by round, with their tags"
+                ) if chosen else None
 
 
 def fork_note(debate_id: str, key: str) -> None:
@@ -189,5 +189,5 @@ def side_by_side() -> None:
 
 if mode == SIDE_BY_SIDE:
     side_by_side()
-else:
+elif chosen:
     overview({d: DebateView.from_store(store, d) for d in chosen})

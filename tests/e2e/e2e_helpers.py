@@ -121,6 +121,29 @@ def click(page: Page, name: str) -> None:
     key(page, name).locator("button").first.click()
 
 
+def until(page: Page, action, done, tries: int = 3, timeout: float = 15_000, again=lambda: True) -> None:
+    """Do `action()` until `done(timeout)` (an expect() on what the action must change) holds.
+
+    Streamlit used to drop a click that landed while a run redrew the page (seen on a loaded 2-core
+    machine; app.py says why): the action is done again, at most `tries` times, only while `again()`
+    says it may be (a delete button still on the page), so an action that did its work is never repeated."""
+    for attempt in range(tries):
+        wait_for_idle(page)
+        action()
+        try:
+            done(timeout)
+            return
+        except AssertionError:
+            if attempt == tries - 1 or not again():
+                raise
+
+
+def click_until(page: Page, name: str, done, tries: int = 3, timeout: float = 15_000) -> None:
+    """Click the button keyed `name` until `done(timeout)` holds (`until`), while the button is there."""
+    button = key(page, name).locator("button").first
+    until(page, button.click, done, tries, timeout, again=lambda: button.count() > 0)
+
+
 def configure_debate(page: Page, question: str, models: list[str], *, rounds: int = 1, max_rounds: int = 1,
                      max_tokens: int | None = None) -> None:
     """Set the question, the number of agents and each agent's model, and the round limits."""

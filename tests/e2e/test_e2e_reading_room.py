@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from e2e_helpers import (LIVE_TIMEOUT, choose, click, expect, expect_no_exception, key, open_app, open_disclosure,
-                         pick, set_text, turn, unique, wait_for_idle)
+from e2e_helpers import (LIVE_TIMEOUT, choose, click, click_until, expect, expect_no_exception, key, open_app, open_disclosure,
+                         pick, set_text, turn, unique, until, wait_for_idle)
 from e2e_scripts import debate_script, reply
 
 from mad_core import codebook
@@ -132,7 +132,8 @@ def test_compare_two_annotated_debates_side_by_side(page, server, store):
     open_app(page, server.url, "/Compare")
     pick(page, "compare_ids", left)
     pick(page, "compare_ids", right)
-    key(page, "compare_mode").get_by_text("Side by side").click()
+    until(page, key(page, "compare_mode").get_by_text("Side by side").click,
+          lambda ms: expect(key(page, "side_by_side")).to_be_visible(timeout=ms))  # choosing it again is harmless
     wait_for_idle(page, timeout=LIVE_TIMEOUT)
 
     expect(key(page, "side_decision_left")).to_contain_text("Paris", timeout=LIVE_TIMEOUT)
@@ -183,8 +184,8 @@ def test_an_opened_debate_shows_full_button_labels_and_deletes_one_annotation(pa
 
     expect(turn(page, 1)).to_contain_text("tagged by mistake")
     turn(page, 1).screenshot(path=str(shots / f"annotated_turn_{viewport['width']}x{viewport['height']}.png"))
-    click(page, f"unannotate_{mistaken}")
-    expect(turn(page, 1)).not_to_contain_text("tagged by mistake")
+    click_until(page, f"unannotate_{mistaken}",
+                lambda ms: expect(turn(page, 1)).not_to_contain_text("tagged by mistake", timeout=ms))
     expect(turn(page, 1)).to_contain_text("kept note")
     # Must not happen: the other annotation on the same turn deleted with it.
     assert [a["id"] for a in store.annotations(debate_id)] == [kept]

@@ -249,10 +249,19 @@ def test_on_a_projector_a_messages_answer_shows_under_the_steering_line(page, se
     # Must not happen: a control's label cut short ("Decide …").
     assert not cut, cut
 
+    pause, steering = key(page, "pause").locator("button").first, key(page, "steering_status")
+
+    def below_line() -> float:  # how far Pause sits below the steering line (the sidebar may scroll)
+        return pause.bounding_box()["y"] - steering.bounding_box()["y"]
+
+    before = below_line()
     fill(page, "say_all_text", unique("Check the units"))
     key(page, "say_all_send").locator("button").first.click()
     notice = key(page, "steer_notice")
     expect(notice).to_contain_text("Message for all agents queued")
+    # Must not happen: the buttons moved by the notice coming (or, below, going): Stop slid under a
+    # pointer aimed at Pause when the notice went away.
+    assert below_line() == before
     shot = Path(os.environ.get("MADLAB_E2E_ARTIFACTS", server.home.parent)) / "steering_projector_1280x720.png"
     page.screenshot(path=str(shot))
     line, box = key(page, "steering_status").bounding_box(), key(page, "say_all_text").bounding_box()
@@ -268,6 +277,8 @@ def test_on_a_projector_a_messages_answer_shows_under_the_steering_line(page, se
     key(page, "say_one_send").locator("button").first.click()
     expect(notice).to_contain_text("Message for Agent 3 queued")
     assert in_view(notice, PROJECTOR) and in_view(key(page, "say_one_send"), PROJECTOR)
+    expect(notice).to_have_count(0, timeout=30_000)  # the notice goes away after controls.NOTICE_S
+    assert below_line() == before
     key(page, "stop").locator("button").first.click()
     expect_status(page, "stopped")
     expect_no_exception(page)
