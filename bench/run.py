@@ -40,6 +40,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "live_refresh": ("live_refresh.py", [], "server time of one live-page refresh, 200-turn debate (<= 50 ms)"),
     "browser": ("browser.py", [], "token-to-Chromium latency (median <= 300 ms); watched / unwatched (<= 1.1)"),
     "steering": ("steering.py", [], "steering controls, click to visible change in Chromium (<= 0.5 s each)"),
+    "class_phones": ("class_phones.py", [], "30 phones join, predict, reload while the teacher steers (clicks <= 0.5 s, "
+                     "0 predictions lost, tick cost with / without <= 1.1)"),
     "memory": ("memory.py", [], "peak RSS of the default offline debate (process and model server)"),
     "memory_day": ("memory_day.py", [], "a compressed class day in Chromium: app and model-server RSS stay flat"),
     "memory_prompt_cache": ("memory_prompt_cache.py", [], "llama-server RSS as slots change hands, --cache-ram bounded"),
@@ -49,7 +51,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], str]] = {
     "local_ballots": ("local_model.py", ["ballots"], "invalid-ballot rate over 20 default debates"),
     "hf_speed": ("hf_speed.py", [], "the same debate through llama.cpp and through the in-process hf provider"),
 }
-SLOW = {"large_sweep", "browser", "steering", "hf_speed", "memory", "memory_day", "memory_prompt_cache", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
+SLOW = {"large_sweep", "browser", "steering", "class_phones", "hf_speed", "memory", "memory_day", "memory_prompt_cache", "local_debate", "local_prompt_cache", "local_parallel", "local_ballots"}
 HEADER = """# Benchmarks
 
 Written by `bench/run.py` (see `bench/`); each section says the machine, the command and the
