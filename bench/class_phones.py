@@ -437,7 +437,8 @@ def run_class(playwright, server, args, chromium: str) -> dict:
     expect.set_options(timeout=STEER_TIMEOUT_MS)  # timed_click waits this long
     port = _free_port()  # the phones' threads reach their Chromium over CDP
     browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)  # the teacher's
-    phones_browser = playwright.chromium.launch(executable_path=phones_chromium(chromium, args.phones_nice),
+    phones_browser = playwright.chromium.launch(executable_path=phones_chromium(chromium, args.phones_nice,
+                                                                                server.home.parent),
                                                 args=[*CHROMIUM_ARGS, f"--remote-debugging-port={port}"])
     store = Store(server.db_path)
     teacher = teacher_starts(browser, server.url, args.rounds, store, server.home.parent)
@@ -466,13 +467,13 @@ def run_class(playwright, server, args, chromium: str) -> dict:
             "check": checked, "listed": listed, "count": count, "version": version}
 
 
-def phones_chromium(chromium: str, nice: int) -> str:
-    """The phones' Chromium: run at `nice` (a wrapper script beside the bench's temp files). In a class the
+def phones_chromium(chromium: str, nice: int, root: Path) -> str:
+    """The phones' Chromium: run at `nice` (a wrapper script in the run's folder `root`). In a class the
     phones are other devices: drawing 30 phone pages on the teacher's 2 cores took 1.7 CPU s/s away from the
     server (measured with `--phones-nice 0`), which is the simulation's cost, not the app's."""
     if nice <= 0:
         return chromium
-    wrapper = Path(tempfile.mkdtemp(prefix="madlab-bench-phones-")) / "chromium"
+    wrapper = root / "phones-chromium"
     wrapper.write_text(f'#!/bin/sh\nexec nice -n {nice} "{chromium}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
     return str(wrapper)
