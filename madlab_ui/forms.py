@@ -163,16 +163,21 @@ remember_keys(remembered_form_keys)  # the form owns these keys: session_memory 
 
 
 def keep_form_state() -> None:
-    """Keep the form's values while another page is shown: every full run writes them under their keys
-    (Streamlit drops an unrendered widget's state otherwise). A key Streamlit dropped before this run could
-    keep it gets the session's last value back (`session_memory.KEPT`), never the default: on a page switch
-    Streamlit keeps only the widgets the browser's rerun request names, and a request sent while the Debate
-    page's live fragments refresh names none of the form's, so the form was emptied by a visit to another
-    page while a debate ran."""
+    """Keep the form's values while another page is shown. Each field is drawn with `persist_state`, so
+    Streamlit keeps it across pages; a key Streamlit dropped all the same gets the session's last value
+    back (`session_memory.KEPT`), never the default: on a page switch Streamlit keeps only the widgets the
+    browser's rerun request names, and a request sent while the Debate page's live fragments refresh names
+    none of the form's, so the form was emptied by a visit to another page while a debate ran.
+
+    A key still there is left alone, not written again: a value the script writes is pushed into the
+    browser's field when the widget is drawn, so writing every field on every run let a run that began
+    before a person committed a field put the old value back into it, and the next commit of any field
+    then sent the old value to the server (a busy machine lost a typed "Rounds: 1" that way)."""
     state = st.session_state
     last = state.get(KEPT) or {}
     for key, value in form_defaults().items():
-        state[key] = state[key] if key in state else last.get(key, value)
+        if key not in state:
+            state[key] = last.get(key, value)
 
 
 # ----- config <-> form ------------------------------------------------------------------------

@@ -320,3 +320,21 @@ def test_the_preset_note_says_how_big_the_debate_is_before_it_starts():
     at.selectbox(key="preset").set_value("mallm_consensus").run()
     # must not happen: a consensus that may need more rounds announced as one fixed number
     assert "Size: 3 agents, 1 round: about 7 to 23 model calls." in preset_note(at)
+
+
+def test_a_run_never_pushes_the_servers_value_into_a_field_the_browser_holds():
+    """A value the script writes into a widget's key is sent to the browser with the order to replace what
+    the field shows (the element's `set_value`). The form used to write every field again on every run, so a
+    run that began before a person committed a field put the old value back into it, and the next commit of
+    any field sent that old value to the server (a typed "Rounds: 1" came back as 3 on a busy machine).
+    After the first run only a field the script really changes may carry that order."""
+    at = app()
+    fields = [*at.number_input, *at.text_input, *at.text_area, *at.selectbox, *at.checkbox]
+    assert {"rounds", "max_rounds", "question", "reference", "ordering"} <= {f.key for f in fields}
+    assert any(f.proto.set_value for f in fields)  # positive control: the first run fills the fields
+    at.number_input(key="max_rounds").set_value(2).run()
+    at.text_input(key="task").set_value("Answer with a number.").run()
+    pushed = sorted(f.key for f in [*at.number_input, *at.text_input, *at.text_area, *at.selectbox, *at.checkbox]
+                    if f.proto.set_value)
+    assert pushed == []  # must not happen: a field the person holds is overwritten by the server
+    assert at.number_input(key="max_rounds").value == 2 and at.text_input(key="task").value == "Answer with a number."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, choose, click, configure_debate, debate_by_question, expect,
                          expect_no_exception, expect_status, fill, key, open_debate_page, open_disclosure, set_number,
-                         set_text, start, status, unique, wait_for_idle)
+                         set_text, start, status, unique, until, wait_for_idle)
 
 from mad_core import registry
 from mad_core.presets import load_presets
@@ -23,17 +23,24 @@ PROJECTOR = {"width": 1280, "height": 720}
 
 
 def type_and_leave(page, name: str, value: str, leave: str) -> None:
-    """Type into a field as a person does (select what is there, type over it) and leave it by `leave`."""
+    """Type into a field as a person does (select what is there, type over it), leave it by `leave`, and
+    look: keystrokes that a redraw swallowed on a busy machine (the field shows something else) are typed
+    again, as a person would. What the field shows is not what the server got: the config read back
+    after Start is the check."""
     field = key(page, name).locator("input")
-    field.click()
-    field.press("Control+a")
-    field.press_sequentially(value)
-    if leave == "tab":
-        field.press("Tab")
-    elif leave == "enter":
-        field.press("Enter")
-    else:  # click away: on a caption (plain text) of the form
-        key(page, "paradigm_doc").click()
+
+    def type_it() -> None:
+        field.click()
+        field.press("Control+a")
+        field.press_sequentially(value)
+        if leave == "tab":
+            field.press("Tab")
+        elif leave == "enter":
+            field.press("Enter")
+        else:  # click away: on a caption (plain text) of the form
+            key(page, "paradigm_doc").click()
+
+    until(page, type_it, lambda timeout: expect(field).to_have_value(value, timeout=timeout), timeout=5_000)
 
 
 @pytest.mark.parametrize("leave", ["tab", "enter", "click-away"])
