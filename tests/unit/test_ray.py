@@ -43,7 +43,8 @@ from test_workers import debates_by_run, every_run_once
 
 # A Ray cluster's start and its workers' (each imports the project and litellm) take minutes when the suite
 # runs pinned to one core beside a CPU hog (bench/pinned_suites.sh): the per-test bound is raised for this
-# file, and every wait below is for an event (a run's status, a file), bounded generously, never a sleep.
+# file, and every wait below polls for an event (a run's status, a file, processes gone) under a generous
+# bound; none waits a fixed time.
 pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed"),
               pytest.mark.timeout(1200)]
 HOLD_BOUND_S = 900  # a held task's own safety bound: the test releases it (removes the file) long before
