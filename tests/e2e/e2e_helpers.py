@@ -9,6 +9,7 @@ import re
 import uuid
 
 from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 LIVE_TIMEOUT = 120_000  # ms: a scripted debate on a slow, shared 2-core machine
@@ -59,14 +60,17 @@ def open_debate_page(page: Page, url: str) -> None:
 
 def _type(page: Page, field, value: str, commit: str) -> None:
     """Fill `field` with `value` and commit it (`commit`: the key pressed). A redraw in the middle of
-    fill may put the old text back, or keep it beside the new: then type it again (3 tries)."""
+    fill may put the old text back, or keep it beside the new; while a run redraws the page, the old
+    element may still stand beside the new one with the same key (Playwright then refuses to act on
+    two): wait for one field, and type it again when any of that happens (3 tries)."""
     for attempt in range(3):
-        field.fill(value)
-        field.press(commit)
         try:
+            expect(field).to_have_count(1)
+            field.fill(value)
+            field.press(commit)
             expect(field).to_have_value(value, timeout=5_000)
             break
-        except AssertionError:
+        except (AssertionError, PlaywrightError):
             if attempt == 2:
                 raise
             wait_for_idle(page)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import (LIVE_TIMEOUT, configure_debate, expect, expect_no_exception, expect_status, key,
-                         open_debate_page, pick, start, turn, unique, wait_for_idle)
+                         open_debate_page, pick, start, turn, unique, until, wait_for_idle)
 from e2e_scripts import words
 
 from mad_core import codebook, polls
@@ -141,7 +141,8 @@ def test_hostile_text_is_shown_as_text_on_every_page_and_nothing_is_fetched(page
     pick(page, "compare_ids", debate_id)
     pick(page, "compare_ids", other_id)
     expect(key(page, f"compare_{debate_id[:8]}")).to_contain_text("$1.05", timeout=LIVE_TIMEOUT)
-    key(page, "compare_mode").get_by_text("Side by side").click()
+    until(page, key(page, "compare_mode").get_by_text("Side by side").click,
+          lambda ms: expect(key(page, "side_by_side")).to_be_visible(timeout=ms))  # choosing it again is harmless
     wait_for_idle(page, timeout=LIVE_TIMEOUT)
     expect(key(page, "side_left_turn_0")).to_contain_text("The bat costs $1.05", timeout=LIVE_TIMEOUT)
     expect(key(page, "side_left_steer_0")).to_contain_text("[image: x]")
