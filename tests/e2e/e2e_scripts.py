@@ -57,8 +57,10 @@ SCRIPTS: dict[str, dict] = {
     "exp_e2e": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
                             "Agent 3": ["Final answer: no"]}},
     "exp_e2e_judge": {"replies": ["Agent 1"]},
-    "exp_e2e_slow": {"replies": {"Agent 1": ["Final answer: yes"], "Agent 2": ["Final answer: no"],
-                                 "Agent 3": ["Final answer: no"]}, "token_delay": 0.3},
+    # ~5 s a turn (16 pieces at 0.3 s), ~15 s a debate: a loaded machine still reloads, opens and stops the
+    # sweep while it runs (at 1 s a turn the four debates were over first).
+    "exp_e2e_slow": {"replies": {"Agent 1": [reply("sa", 12, "yes")], "Agent 2": [reply("sb", 12, "no")],
+                                 "Agent 3": [reply("sc", 12, "no")]}, "token_delay": 0.3},
     # 7. reload (test_e2e_reload.py): 12 s per turn, so the debate still runs through a fresh tab,
     #    a reload and a second tab.
     "reload": debate_script([reply("ra", 30), reply("rb", 30), reply("rc", 30)], 3, token_delay=0.4),

@@ -14,7 +14,7 @@ import re
 
 import pytest
 from statsmodels.stats.proportion import proportion_confint
-from e2e_helpers import LIVE_TIMEOUT, click, expect, expect_no_exception, key, open_app, set_text, unique, wait_for_idle
+from e2e_helpers import LIVE_TIMEOUT, click, click_until, expect, expect_no_exception, key, open_app, set_text, unique, wait_for_idle
 
 from mad_core.experiments import results, storage
 from mad_core.models import llama_server
@@ -159,7 +159,8 @@ def test_a_reloaded_page_follows_a_running_sweep_that_stops_and_resumes(page, se
     page.reload()
     wait_for_idle(page, timeout=60_000)
     experiment = next(e for e in storage.list_experiments(store) if e["name"] == name)
-    click(page, f"exp_open_{experiment['id'][:8]}")
+    # the list redraws while the sweep runs: a click lost to a redraw is made again
+    click_until(page, f"exp_open_{experiment['id'][:8]}", lambda ms: expect(progress).to_be_visible(timeout=ms))
     expect(progress).to_contain_text("status running")
     expect(progress).to_contain_text("ETA")
     click(page, "exp_stop")
