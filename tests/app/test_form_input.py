@@ -328,13 +328,14 @@ def test_a_run_never_pushes_the_servers_value_into_a_field_the_browser_holds():
     run that began before a person committed a field put the old value back into it, and the next commit of
     any field sent that old value to the server (a typed "Rounds: 1" came back as 3 on a busy machine).
     After the first run only a field the script really changes may carry that order."""
+    def fields(at):
+        return [*at.number_input, *at.text_input, *at.text_area, *at.selectbox, *at.checkbox]
+
     at = app()
-    fields = [*at.number_input, *at.text_input, *at.text_area, *at.selectbox, *at.checkbox]
-    assert {"rounds", "max_rounds", "question", "reference", "ordering"} <= {f.key for f in fields}
-    assert any(f.proto.set_value for f in fields)  # positive control: the first run fills the fields
+    assert {"rounds", "max_rounds", "question", "reference", "ordering"} <= {f.key for f in fields(at)}
+    assert any(f.proto.set_value for f in fields(at))  # positive control: the first run fills the fields
     at.number_input(key="max_rounds").set_value(2).run()
     at.text_input(key="task").set_value("Answer with a number.").run()
-    pushed = sorted(f.key for f in [*at.number_input, *at.text_input, *at.text_area, *at.selectbox, *at.checkbox]
-                    if f.proto.set_value)
+    pushed = sorted(f.key for f in fields(at) if f.proto.set_value)
     assert pushed == []  # must not happen: a field the person holds is overwritten by the server
     assert at.number_input(key="max_rounds").value == 2 and at.text_input(key="task").value == "Answer with a number."
