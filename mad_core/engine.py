@@ -333,7 +333,8 @@ class DebateEngine:
 
     def _push(self, event: Event) -> None:
         """Hand a transient event (tokens, turn start, retry) to the listeners on the calling thread,
-        then to the consumer."""
+        then to the consumer. Each thread's events keep their order everywhere; events of calls running
+        at once may interleave differently for each listener and the consumer."""
         for listener in self._listeners:
             listener(event)
         self._events.put(event)

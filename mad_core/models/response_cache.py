@@ -45,7 +45,7 @@ from sqlite_utils import Database
 from mad_core.config import CACHE_MODES
 from mad_core.models.calling import CallResult
 from mad_core.models.names import is_local, split_name
-from mad_core.store.core import BUSY_TIMEOUT_S, madlab_home
+from mad_core.store.core import BUSY_TIMEOUT_S, madlab_home, retry_locked
 
 MODES = CACHE_MODES  # "off" | "read" | "readwrite"
 CACHE_FILE = "cache.db"
@@ -280,9 +280,9 @@ class ResponseCache:
             self._pid, self._ready = os.getpid(), False
         if create and not self._ready:
             db = self._db
-            _retry_locked(db.enable_wal)
-            _retry_locked(lambda: db[TABLE].create(COLUMNS, pk="key", not_null={"key", "text"}, if_not_exists=True))
-            _retry_locked(lambda: db[USES].create({"key": str, "debate_id": str}, pk=("key", "debate_id"),
+            retry_locked(db.enable_wal)
+            retry_locked(lambda: db[TABLE].create(COLUMNS, pk="key", not_null={"key", "text"}, if_not_exists=True))
+            retry_locked(lambda: db[USES].create({"key": str, "debate_id": str}, pk=("key", "debate_id"),
                                                   if_not_exists=True))
             self._ready = True
         return self._db
@@ -310,21 +310,10 @@ def _entry(row: Any, index: int) -> dict[str, Any]:
 def _immediate(db: Database) -> Iterator[Database]:
     """One write transaction begun IMMEDIATE (it waits for the write lock instead of failing later);
     committed when the block ends, rolled back when it raises."""
-    _retry_locked(lambda: db.conn.execute("BEGIN IMMEDIATE"))
+    retry_locked(lambda: db.conn.execute("BEGIN IMMEDIATE"))
     try:
         yield db
         db.conn.execute("COMMIT")
     except BaseException:
         db.rollback()
         raise
-
-
-def _retry_locked(action: Any, tries: int = 3) -> Any:
-    """`action()`, again when SQLite still reports a lock after its busy timeout."""
-    for attempt in range(tries):
-        try:
-            return action()
-        except sqlite3.OperationalError as exc:
-            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == tries - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))

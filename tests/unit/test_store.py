@@ -3,10 +3,12 @@ annotations, export/import, Markdown/CSV handouts, dead-process detection, no se
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ from mad_core.metrics.report import ROUND_COLUMNS
 from mad_core.events import (ChallengeResult, DebateFinished, DebateStarted, DecisionAttempted, DecisionReached,
                              ErrorOccurred, PersonasAssigned, RoundStarted, SteeringApplied, TokenReceived, Turn,
                              TurnFinished, TurnRetried, TurnStarted, VoteCast)
+from mad_core.store import core as store_core
 from mad_core.store import (ClaimLost, ResumeRefused, Store, claim_for_resume, default_db_path, list_debates,
                             madlab_home, mark_dead_interrupted, search_turns, undo_resume)
 
@@ -699,6 +702,59 @@ def test_opening_a_store_writes_nothing_and_the_sweep_is_an_explicit_call(tmp_pa
         assert mark_dead_interrupted(store) == ["a" * 32]
         assert store.get_debate("a" * 32)["status"] == "interrupted"
     assert changes > 0
+
+
+def test_a_store_opens_while_another_connection_writes_to_a_new_database(tmp_path, monkeypatch):
+    """Switching a new file to WAL fails at once, busy timeout or not, while another connection writes:
+    the Store tries again (10 debates opening Stores in 10 threads met it on a busy core)."""
+    path = tmp_path / "new.db"
+    writer = sqlite3.connect(path)
+    writer.execute("CREATE TABLE other (x)")
+    writer.execute("BEGIN IMMEDIATE")  # a write under way, in SQLite's default journal mode
+    writer.execute("INSERT INTO other VALUES (1)")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:  # the writer commits while the Store waits to try again
+        pauses.append(seconds)
+        writer.commit()
+
+    monkeypatch.setattr(store_core, "retry_locked", functools.partial(store_core.retry_locked, pause=pause))
+    with Store(path) as store:
+        assert store.db.journal_mode == "wal" and "debates" in store.db.table_names()
+    assert pauses == [0.05]  # refused once, then opened
+    writer.close()
+
+
+def test_retry_locked_tries_again_only_on_a_lock_and_lets_the_last_error_through():
+    calls: list[int] = []
+    pauses: list[float] = []
+
+    def locked_twice() -> str:
+        calls.append(1)
+        if len(calls) <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return "done"
+
+    assert store_core.retry_locked(locked_twice, pause=pauses.append) == "done"
+    assert len(calls) == 3 and pauses == [0.05, 0.1]
+
+    def broken() -> None:
+        calls.append(1)
+        raise sqlite3.OperationalError("no such table: nowhere")
+
+    calls.clear()
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        store_core.retry_locked(broken, pause=pauses.append)
+    assert len(calls) == 1  # any other error: no second try
+
+    def always_locked() -> None:
+        calls.append(1)
+        raise sqlite3.OperationalError("database is locked")
+
+    calls.clear()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):  # the lock itself, not a RuntimeError
+        store_core.retry_locked(always_locked, tries=4, pause=lambda _s: None)
+    assert len(calls) == 4
 
 
 def test_cumulative_ballots_read_back_with_integer_keys(tmp_path):
