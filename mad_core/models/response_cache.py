@@ -283,7 +283,7 @@ class ResponseCache:
             retry_locked(db.enable_wal)
             retry_locked(lambda: db[TABLE].create(COLUMNS, pk="key", not_null={"key", "text"}, if_not_exists=True))
             retry_locked(lambda: db[USES].create({"key": str, "debate_id": str}, pk=("key", "debate_id"),
-                                                  if_not_exists=True))
+                                                 if_not_exists=True))
             self._ready = True
         return self._db
 

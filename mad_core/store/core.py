@@ -32,8 +32,8 @@ import socket
 import sqlite3
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Iterator, TypeVar
 
 from sqlite_utils import Database
