@@ -303,7 +303,7 @@ def test_projector_keeps_the_poll_in_view_and_long_turns_scroll_inside_their_col
     # A click the poll's redraw swallowed left the chart in place (seen beside a CPU hog); clicked again only
     # while the agents are still not shown: it is a toggle, a second click after a slow first would undo it.
     agents = by_key(page, "presenter_agent_0")
-    until(page, lambda: by_key(page, "presenter_class_toggle").locator("button").first.click(),
+    until(page, lambda: click(page, "presenter_class_toggle"),
           lambda ms: expect(agents).to_be_visible(timeout=ms), again=lambda: not agents.is_visible())
     wait_for_idle(page)
     assert_in_view(page, "decision_answer", "poll_results", "poll_right", "poll_count", "presenter_agent_0")

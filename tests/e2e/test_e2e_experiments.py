@@ -14,7 +14,8 @@ import re
 
 import pytest
 from statsmodels.stats.proportion import proportion_confint
-from e2e_helpers import LIVE_TIMEOUT, click, click_until, expect, expect_no_exception, key, open_app, set_text, unique, wait_for_idle
+from e2e_helpers import (LIVE_TIMEOUT, click, click_until, expect, expect_no_exception, key, open_app, set_text,
+                         unique, wait_for_idle)
 
 from mad_core.experiments import results, storage
 from mad_core.models import llama_server
