@@ -10,10 +10,19 @@ Sources:
 The SBERT model is looked up through the package (`mad_core.metrics.default_embed`,
 `mad_core.metrics._load_default_model`) at call time, so a test may monkeypatch either name
 on `mad_core.metrics` and `answer_similarity` sees it.
+
+The model computes with `MADLAB_SBERT_THREADS` threads (default 1), one embedding at a time in the
+process. Why one thread: torch's threads wait for each other after every operation, so a thread on
+a core another program keeps busy (the local model's server, a class's browsers, a sweep) stalls
+them all, as llama.cpp's do (README, `MADLAB_LLAMA_THREADS`). Measured on 2 busy cores: 6 replies
+of 30 words embedded in 55 ms with 1 thread and 700-900 ms with 2; the Debate page computes its
+charts in the script run that also answers the teacher's next click.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import sys
 import threading
@@ -60,8 +69,10 @@ def convergence_winner(drafts: list[str]) -> tuple[int, list[float]]:
 
 Embedder = Callable[[list[str]], Sequence[Sequence[float]]]
 
+SBERT_THREADS_ENV = "MADLAB_SBERT_THREADS"
 _default_model = None
 _model_lock = threading.Lock()
+_encode_lock = threading.Lock()  # one embedding at a time: a fast tokenizer is not safe across threads
 
 
 def _package():
@@ -85,9 +96,41 @@ def _load_default_model():
     return _default_model
 
 
+def sbert_threads() -> int:
+    """The threads the SBERT model computes with: `MADLAB_SBERT_THREADS`, default 1 (see the module
+    docstring). ValueError naming the variable for anything but a whole number of at least 1."""
+    value = os.environ.get(SBERT_THREADS_ENV, "").strip()
+    if not value:
+        return 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{SBERT_THREADS_ENV} must be a whole number of at least 1, not {value!r}")
+    return int(value)
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int):
+    """torch's intra-op threads set to `threads` for the block, then put back (the setting is the
+    process's: an in-process hf/ model keeps its own count outside embeddings)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before == threads:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def default_embed(texts: list[str]):
-    """Embed `texts` with the offline SBERT model (a 2-D array, one row per text)."""
-    return _package()._load_default_model().encode(list(texts), convert_to_numpy=True)
+    """Embed `texts` with the offline SBERT model (a 2-D array, one row per text), with
+    `sbert_threads()` threads, one embedding at a time in this process."""
+    threads = sbert_threads()
+    model = _package()._load_default_model()
+    with _encode_lock, _torch_threads(threads):
+        return model.encode(list(texts), convert_to_numpy=True)
 
 
 def _cosine(u: Sequence[float], v: Sequence[float]) -> float:

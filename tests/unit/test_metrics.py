@@ -144,6 +144,96 @@ def test_default_sbert_model_sees_paraphrases_as_similar():
     assert answer_similarity(paraphrases) > answer_similarity(unrelated) + 0.2
 
 
+class _ThreadRecordingModel:
+    """A stand-in SBERT model that records torch's thread count during each encode."""
+
+    def __init__(self):
+        self.threads = []
+
+    def encode(self, texts, convert_to_numpy=True):
+        import torch
+
+        self.threads.append(torch.get_num_threads())
+        return [[1.0, 0.0] for _ in texts]
+
+
+@pytest.mark.parametrize("setting, expected", [(None, 1), ("1", 1), ("3", 3)])
+def test_sbert_computes_with_madlab_sbert_threads_and_puts_torchs_count_back(monkeypatch, setting, expected):
+    """One thread by default: torch's threads wait for each other, so on busy cores (the local model's
+    server, a class's browsers) two threads took 700-900 ms for what one did in 55 ms."""
+    import torch
+
+    if setting is None:
+        monkeypatch.delenv("MADLAB_SBERT_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("MADLAB_SBERT_THREADS", setting)
+    model = _ThreadRecordingModel()
+    monkeypatch.setattr(metrics, "_load_default_model", lambda: model)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert len(metrics.default_embed(["a", "b"])) == 2
+        assert model.threads == [expected]
+        assert torch.get_num_threads() == 2  # the process's count is back for an in-process hf/ model
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("setting", ["0", "two", "-1", "1.5"])
+def test_a_bad_madlab_sbert_threads_is_refused_naming_it_before_any_embedding(monkeypatch, setting):
+    monkeypatch.setenv("MADLAB_SBERT_THREADS", setting)
+    model = _ThreadRecordingModel()
+    monkeypatch.setattr(metrics, "_load_default_model", lambda: model)
+    with pytest.raises(ValueError, match="MADLAB_SBERT_THREADS must be a whole number of at least 1"):
+        metrics.default_embed(["a"])
+    assert model.threads == []
+
+
+def test_two_threads_embedding_at_once_take_turns(monkeypatch):
+    """The second embedding waits for the first (a fast tokenizer shared by threads can fail with
+    "Already borrowed"; two thread settings would overwrite each other)."""
+    from mad_core.metrics import similarity
+
+    inside, release = threading.Event(), threading.Event()
+    active, most = [0], [0]
+
+    class Held:
+        def encode(self, texts, convert_to_numpy=True):
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            if texts == ["first"]:
+                inside.set()
+                release.wait(timeout=30)
+            active[0] -= 1
+            return [[1.0] for _ in texts]
+
+    real = threading.Lock()
+    second_waits = threading.Event()
+
+    class WatchedLock:  # the module's lock, telling when the second caller has reached it
+        def __enter__(self):
+            if inside.is_set():
+                second_waits.set()
+            return real.__enter__()
+
+        def __exit__(self, *exc):
+            return real.__exit__(*exc)
+
+    monkeypatch.setattr(similarity, "_encode_lock", WatchedLock())
+    monkeypatch.setattr(metrics, "_load_default_model", lambda: Held())
+    first = threading.Thread(target=metrics.default_embed, args=(["first"],))
+    first.start()
+    assert inside.wait(timeout=30)
+    second = threading.Thread(target=metrics.default_embed, args=(["second"],))
+    second.start()
+    assert second_waits.wait(timeout=30)  # at the lock while the first is still inside encode
+    release.set()
+    first.join(timeout=30)
+    second.join(timeout=30)
+    assert not first.is_alive() and not second.is_alive()
+    assert most[0] == 1
+
+
 def test_default_model_is_loaded_once_across_threads():
     loaded = []
     threads = [threading.Thread(target=lambda: loaded.append(metrics._load_default_model())) for _ in range(4)]
