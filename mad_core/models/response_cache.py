@@ -45,7 +45,7 @@ from sqlite_utils import Database
 from mad_core.config import CACHE_MODES
 from mad_core.models.calling import CallResult
 from mad_core.models.names import is_local, split_name
-from mad_core.store.core import BUSY_TIMEOUT_S, madlab_home, retry_locked
+from mad_core.store.core import BUSY_TIMEOUT_S, madlab_home, retry_locked, use_wal
 
 MODES = CACHE_MODES  # "off" | "read" | "readwrite"
 CACHE_FILE = "cache.db"
@@ -280,7 +280,7 @@ class ResponseCache:
             self._pid, self._ready = os.getpid(), False
         if create and not self._ready:
             db = self._db
-            retry_locked(db.enable_wal)
+            use_wal(db)
             retry_locked(lambda: db[TABLE].create(COLUMNS, pk="key", not_null={"key", "text"}, if_not_exists=True))
             retry_locked(lambda: db[USES].create({"key": str, "debate_id": str}, pk=("key", "debate_id"),
                                                  if_not_exists=True))

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -239,6 +240,29 @@ def test_a_finished_turn_is_committed_before_record_returns(store, tmp_path):
     with Store(tmp_path / "test.db") as reader:  # a second connection sees it at once
         assert [t.content for t in reader.turns("d" * 32)] == ["on disk already"]
     assert not store.db.conn.in_transaction
+
+
+def test_a_turn_survives_its_writer_killed_right_after_record_returns(tmp_path):
+    """Commits go to the WAL without waiting for the disk (synchronous=NORMAL, `use_wal`): what a
+    killed process committed is kept all the same; only a power cut could lose the last commits."""
+    path = tmp_path / "killed.db"
+    code = ("import sys\nfrom mad_core.events import Turn, TurnFinished\nfrom mad_core.store import Store\n"
+            "store = Store(sys.argv[1])\nstore.create_debate('k' * 32, {'question': 'Q?', 'agents': []})\n"
+            "store.record(TurnFinished(turn=Turn(id='t0', seq=0, round=1, agent='Agent 1', kind='discussion', "
+            "model='scripted/echo', prompt=[], content='kept')))\n"
+            "print(store.db.execute('PRAGMA synchronous').fetchone()[0], flush=True)\nsys.stdin.read()\n")
+    repo = str(Path(__file__).resolve().parents[2])
+    writer = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, cwd=repo, env={**os.environ, "PYTHONPATH": repo})
+    try:
+        assert writer.stdout.readline().strip() == "1"  # NORMAL; the turn was recorded before this line
+    finally:
+        writer.kill()  # SIGKILL: no exit handler, no checkpoint, no close
+        writer.wait(timeout=60)
+    assert writer.returncode == -9
+    with Store(path) as reader:
+        assert reader.db.journal_mode == "wal"
+        assert [t.content for t in reader.turns("k" * 32)] == ["kept"]
 
 
 def test_recording_a_turn_again_replaces_it_and_its_index_entry(store):
