@@ -16,7 +16,9 @@ process. Why one thread: torch's threads wait for each other after every operati
 a core another program keeps busy (the local model's server, a class's browsers, a sweep) stalls
 them all, as llama.cpp's do (README, `MADLAB_LLAMA_THREADS`). Measured on 2 busy cores: 6 replies
 of 30 words embedded in 55 ms with 1 thread and 700-900 ms with 2; the Debate page computes its
-charts in the script run that also answers the teacher's next click.
+charts in the script run that also answers the teacher's next click. The price on idle cores: 50
+messages took 1.1-1.2 s with 1 thread and 0.6 s with 2 (`MADLAB_SBERT_THREADS=2` on a machine that
+does nothing else).
 """
 from __future__ import annotations
 
