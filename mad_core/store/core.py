@@ -19,10 +19,12 @@ Opening changes nothing but the schema: a new file gets WAL mode and every pendi
 Many writers, one file: any number of threads and processes write one database at once.
 Every write transaction starts with `BEGIN IMMEDIATE` (`Store.transaction`), so a writer waits
 its turn (SQLite's busy timeout) instead of failing with "database is locked" the way a
-deferred transaction that read first does. Readers never wait (WAL). Within one process the
-writers of one file first take a shared lock (`_process_write_lock`): SQLite's busy handler
-sleeps in steps of up to 100 ms and is not woken when the lock frees, so dozens of debates in
-one process (an experiment, a class) queued there for seconds; a Python lock hands over at once.
+deferred transaction that read first does. Readers never wait (WAL). Before that, the writers
+of one file take turns on a `WriteLock` (`_process_write_lock`, writelock.py): a Python lock
+between this process's threads, a file lock between processes, both handed over the moment they
+are free. SQLite's busy handler sleeps in steps of up to 100 ms and is not woken when the lock
+frees: dozens of debates in one process queued there for seconds, and a second worker process
+of a sweep hardly got a turn.
 """
 from __future__ import annotations
 
@@ -42,7 +44,9 @@ from sqlite_utils import Database
 from ..events import DEBATE_STATUSES, Event, Turn
 from ..export_schema import CHILD_TABLES, scrub_secrets
 from .migrations import MIGRATIONS
+from .inserts import RowInserter
 from .rows import EVENT_WRITERS, decode, encode, turn_from_row
+from .writelock import WriteLock
 
 T = TypeVar("T")
 
@@ -72,17 +76,17 @@ class ClaimLost(RuntimeError):
     """This process no longer owns the debate it tried to write (another process took it over)."""
 
 
-_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS: dict[str, WriteLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
 
-def _process_write_lock(path: Path) -> threading.Lock:
-    """The lock this process's writers of `path` share (a private one for ":memory:")."""
+def _process_write_lock(path: Path) -> WriteLock:
+    """The lock the writers of `path` share (writelock.py; a private one for ":memory:")."""
     if str(path) == ":memory:":
-        return threading.Lock()
+        return WriteLock(None)
     key = os.path.realpath(path)
     with _WRITE_LOCKS_GUARD:
-        return _WRITE_LOCKS.setdefault(key, threading.Lock())
+        return _WRITE_LOCKS.setdefault(key, WriteLock(Path(key)))
 
 
 def retry_locked(action: Callable[[], T], tries: int = 5, pause: Callable[[float], None] = time.sleep) -> T:
@@ -135,6 +139,7 @@ class Store:
                                            check_same_thread=str(self.path) != ":memory:"))
         use_wal(self.db)
         self._migrate()
+        self._inserter = RowInserter(self.db)
         self.current_debate_id: str | None = None
 
     def _migrate(self) -> None:
@@ -151,8 +156,9 @@ class Store:
         Yields the database (sqlite-utils) to write with; committed when the block ends, rolled
         back when it raises.
 
-        This process's other writers of the file are waited for on `_write_lock` first (woken
-        the moment it is free), other processes' by SQLite's busy timeout. Nested inside
+        The file's other writers, in this process and in others, are waited for on `_write_lock`
+        first (woken the moment it is free; SQLite's busy timeout only for writers that do not
+        take it). Nested inside
         another transaction it is a savepoint of that one."""
         conn = self.db.conn
         if conn.in_transaction:
@@ -253,10 +259,15 @@ class Store:
             self.db["polls"].delete_where("debate_id = ?", [debate_id])
             self.db["debates"].delete_where("id = ?", [debate_id])
 
-    def insert(self, table: str, row: dict[str, Any], **kwargs: Any) -> int | None:
-        """Insert one row of a debate table (JSON columns encoded, text cleaned); returns its key."""
+    def insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int | None:
+        """Insert one row of a debate table (JSON columns encoded, text cleaned); returns its rowid.
+        `replace`: a row with the same unique key is replaced. Inside a transaction the one
+        statement is atomic by itself (no savepoint of its own)."""
+        row = encode(table, row)
+        if self.db.conn.in_transaction:
+            return self._inserter.insert(table, row, replace=replace)
         with self.transaction():
-            return self.db[table].insert(encode(table, row), **kwargs).last_pk
+            return self._inserter.insert(table, row, replace=replace)
 
     def update_debate(self, debate_id: str, **values: Any) -> None:
         with self.transaction():

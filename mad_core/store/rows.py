@@ -74,9 +74,21 @@ def turn_from_row(row: dict[str, Any]) -> Turn:
     return Turn.from_dict(row)
 
 
+def fields_of(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields as a row, shallow: unlike `dataclasses.asdict` the lists and dicts are
+    not deep-copied, since they are only encoded (a turn's prompt is every message it was sent);
+    a nested dataclass becomes a dict."""
+    row = {}
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        row[field.name] = (dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type)
+                           else value)
+    return row
+
+
 def insert_turn(store: Any, debate_id: str, turn: Turn) -> None:
     """Store one turn; a turn recorded again (e.g. re-run after an interruption) replaces the old row."""
-    row = turn.to_dict()
+    row = fields_of(turn)
     row["turn_id"] = row.pop("id")
     store.insert("turns", {**row, "debate_id": debate_id}, replace=True)
 
@@ -106,7 +118,7 @@ def _on_turn(store: Any, event: TurnFinished, debate_id: str) -> None:
 
 
 def _insert_event(table: str, store: Any, event: Event, debate_id: str, **extra: Any) -> None:
-    store.insert(table, {**dataclasses.asdict(event), **extra, "debate_id": debate_id})
+    store.insert(table, {**fields_of(event), **extra, "debate_id": debate_id})
 
 
 def _on_decision_reached(store: Any, event: DecisionReached, debate_id: str) -> None:

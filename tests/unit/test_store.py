@@ -242,6 +242,13 @@ def test_a_finished_turn_is_committed_before_record_returns(store, tmp_path):
     assert not store.db.conn.in_transaction
 
 
+def _python_with_pipes(code: str, path: Path) -> subprocess.Popen:
+    """`python -c code path` from the repository, its stdin and stdout piped (text)."""
+    repo = str(Path(__file__).resolve().parents[2])
+    return subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=repo, env={**os.environ, "PYTHONPATH": repo})
+
+
 def test_a_turn_survives_its_writer_killed_right_after_record_returns(tmp_path):
     """Commits go to the WAL without waiting for the disk (synchronous=NORMAL, `use_wal`): what a
     killed process committed is kept all the same; only a power cut could lose the last commits."""
@@ -251,9 +258,7 @@ def test_a_turn_survives_its_writer_killed_right_after_record_returns(tmp_path):
             "store.record(TurnFinished(turn=Turn(id='t0', seq=0, round=1, agent='Agent 1', kind='discussion', "
             "model='scripted/echo', prompt=[], content='kept')))\n"
             "print(store.db.execute('PRAGMA synchronous').fetchone()[0], flush=True)\nsys.stdin.read()\n")
-    repo = str(Path(__file__).resolve().parents[2])
-    writer = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True, cwd=repo, env={**os.environ, "PYTHONPATH": repo})
+    writer = _python_with_pipes(code, path)
     try:
         assert writer.stdout.readline().strip() == "1"  # NORMAL; the turn was recorded before this line
     finally:
@@ -263,6 +268,112 @@ def test_a_turn_survives_its_writer_killed_right_after_record_returns(tmp_path):
     with Store(path) as reader:
         assert reader.db.journal_mode == "wal"
         assert [t.content for t in reader.turns("k" * 32)] == ["kept"]
+
+
+def test_a_turn_is_recorded_in_four_statements_without_looking_up_the_schema(store):
+    """The insert is built once per table and set of columns (store/inserts.py): recording a turn
+    runs BEGIN, its INSERT, the debate's updated_at and COMMIT, and no sqlite_master or
+    table_info lookup (sqlite-utils' insert made 11 statements of every turn)."""
+    store.create_debate("d" * 32, CONFIG)
+    store.record(TurnFinished(turn=make_turn(0, "Agent 1", "first")))
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    try:
+        store.record(TurnFinished(turn=make_turn(1, "Agent 2", "second")))
+    finally:
+        store.db.conn.set_trace_callback(None)
+    # "-- ..." lines are SQLite's own work inside a statement (the FTS index's triggers); the trace
+    # shows a statement again for each trigger step, hence dict.fromkeys
+    ran = list(dict.fromkeys(s.split("(")[0].split(" = ")[0].strip() for s in statements if not s.startswith("--")))
+    assert ran == ["BEGIN IMMEDIATE", "INSERT OR REPLACE INTO [turns]", "UPDATE debates SET updated_at", "COMMIT"]
+    assert not [s for s in statements if "sqlite_master" in s or "table_info" in s]
+    assert [t.content for t in store.turns("d" * 32)] == ["first", "second"]
+
+
+def test_the_fast_insert_stores_what_sqlite_utils_stores(store):
+    """Lists and dicts outside the JSON columns become JSON text as sqlite-utils makes them; a column
+    added after the store opened is written; a column the table lacks is sqlite-utils' error, and
+    the transaction writes nothing."""
+    store.create_debate("d" * 32, CONFIG)
+    store.db.execute("ALTER TABLE turns ADD COLUMN extra_note TEXT")  # as another process's migration would
+    store.insert("turns", {"turn_id": "x", "debate_id": "d" * 32, "seq": 0, "round": 1, "agent": "A",
+                           "kind": "discussion", "model": "m", "content": "c", "extra_note": ["a", {"b": 1}]})
+    row = store.query("SELECT extra_note, prompt FROM turns WHERE turn_id = 'x'")[0]
+    assert row == {"extra_note": '["a", {"b": 1}]', "prompt": None}
+    with pytest.raises(sqlite3.OperationalError, match="no column named nope"):
+        with store.transaction():
+            store.insert("votes", {"debate_id": "d" * 32, "round": 1, "agent": "A", "raw": "1"})
+            store.insert("votes", {"debate_id": "d" * 32, "nope": 1})
+    assert store.votes("d" * 32) == []
+
+
+def _writers_lock_is_free(path: Path) -> bool:
+    """Whether no process holds the database's writers' lock (store/writelock.py), asked without waiting."""
+    import fcntl
+
+    fd = os.open(f"{path}-writers", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # also lets go of the lock if it was taken here
+
+
+def test_a_write_transaction_holds_the_writers_lock_for_other_processes(tmp_path):
+    """Processes take turns on a file lock beside the database, woken when it frees (not SQLite's
+    busy handler, which sleeps up to 100 ms a try): held for the whole transaction, free after."""
+    path = tmp_path / "turns.db"
+    Store(path).close()
+    code = ("import sys\nfrom mad_core.store import Store\nstore = Store(sys.argv[1])\n"
+            "with store.transaction():\n    print('inside', flush=True)\n    sys.stdin.readline()\n"
+            "print('out', flush=True)\nsys.stdin.readline()\n")
+    writer = _python_with_pipes(code, path)
+    try:
+        assert _writers_lock_is_free(path)
+        assert writer.stdout.readline().strip() == "inside"
+        assert not _writers_lock_is_free(path)  # must not happen: a second writer while one is inside
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "out"
+        assert _writers_lock_is_free(path)
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_takes_the_writers_lock_for_itself(tmp_path):
+    """A child made by fork opens the lock file anew: taken through the parent's descriptor, the lock
+    would count as the parent's and exclude nobody."""
+    from mad_core.store.writelock import WriteLock
+
+    path = tmp_path / "forked.db"
+    lock = WriteLock(path)
+    with lock:  # the parent's descriptor is open from here on
+        pass
+    inside_r, inside_w = os.pipe()
+    leave_r, leave_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        try:
+            with lock:
+                os.write(inside_w, b"1")
+                os.read(leave_r, 1)
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(inside_r, 1) == b"1"
+        assert not _writers_lock_is_free(path)
+        # the parent's own descriptor must not get it either while the child holds it
+        import fcntl
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(lock._descriptor(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.write(leave_w, b"1")
+        os.waitpid(child, 0)
+    assert _writers_lock_is_free(path)
 
 
 def test_recording_a_turn_again_replaces_it_and_its_index_entry(store):
