@@ -130,7 +130,7 @@ def call_model(
                        response_format=response_format)
     result = functools.partial(_result, model, messages, started)
     try:
-        ensure_registered()
+        ensure_registered(model)
         limits = retry.limits(model)
     except Exception as exc:  # noqa: BLE001 - e.g. a broken MADLAB_SCRIPTS file, a bound that is not a number
         return result("failed", Attempt(), 0, describe(exc))

@@ -218,6 +218,28 @@ def test_ensure_registered_keeps_user_entries_and_registers_once(monkeypatch):
     assert call_model("scripted/echo", ASK).text == "What is 2+2?"
 
 
+def test_our_providers_models_get_a_zero_price_in_litellms_map_once(caplog):
+    """A model served in this process is priced at 0 in litellm's map when first called, so litellm
+    reads its price instead of searching the map and its fallback rules at every reply (it found
+    none: response_cost None). Only our providers' models: a remote model's price is left alone."""
+    litellm = _litellm()
+    register_script("priced-once", Script(replies=["four"]))
+    name = "scripted/priced-once"
+    assert name not in litellm.model_cost
+    remote = dict(litellm.model_cost["gpt-4o-mini"])
+    with caplog.at_level("WARNING"):
+        assert call_model(name, ASK, stream=False).text == "four"
+        ensure_registered("gpt-4o-mini")
+        ensure_registered("openai/gpt-4o-mini")
+    entry = litellm.model_cost[name]
+    assert (entry["input_cost_per_token"], entry["output_cost_per_token"], entry["litellm_provider"]) == (0.0, 0.0,
+                                                                                                          "scripted")
+    assert litellm.model_cost["gpt-4o-mini"] == remote and "openai/gpt-4o-mini" not in litellm.model_cost
+    assert not [r for r in caplog.records if "register_model" in r.getMessage()]  # no warning at registration
+    reply = litellm.completion(model=name, messages=ASK, stream=False)
+    assert reply._hidden_params["response_cost"] == 0.0
+
+
 def test_scripts_file_is_loaded_from_env(tmp_path, monkeypatch):
     path = tmp_path / "scripts.json"
     path.write_text(json.dumps({"from-file": {"replies": ["from a file"], "faults": {"1": "empty"}}}))
