@@ -12,7 +12,8 @@ text, its prompt and completion tokens, its note and when it was stored.
 
 The entries live in their own SQLite file in the MAD Lab home (``<home>/cache.db``), shared by
 every debate and sweep of that home: WAL, a busy timeout, each write a ``BEGIN IMMEDIATE``
-transaction of ``INSERT OR IGNORE`` (the first reply stored for a key stays), so any number of
+transaction of ``INSERT OR IGNORE`` taken in turn with the file's other writers (the store's
+``write_lock``: threads and processes woken the moment it frees) (the first reply stored for a key stays), so any number of
 threads and processes read and write it at once. A ``ResponseCache`` holds one connection,
 shared by its threads under a lock (and opened again in a forked child).
 
@@ -22,8 +23,8 @@ the file), "readwrite" reads and stores.
 What it must not do: store a call that did not end "ok" (failed, interrupted) or an empty
 reply; break a debate (a database that cannot be read or written is logged and counts as a
 miss, or as not stored); know anything about debates beyond the occurrence number it is handed;
-call a model. It reaches out of the model layer only for the home directory and its busy timeout
-(``mad_core.store.core``) and for the mode names (``mad_core.config.CACHE_MODES``); nothing in
+call a model. It reaches out of the model layer only for the home directory, its busy timeout and
+its writers' lock (``mad_core.store.core``) and for the mode names (``mad_core.config.CACHE_MODES``); nothing in
 the model layer imports it (``mad_core.calls`` does).
 """
 from __future__ import annotations
@@ -45,7 +46,7 @@ from sqlite_utils import Database
 from mad_core.config import CACHE_MODES
 from mad_core.models.calling import CallResult
 from mad_core.models.names import is_local, split_name
-from mad_core.store.core import BUSY_TIMEOUT_S, madlab_home, retry_locked, use_wal
+from mad_core.store.core import BUSY_TIMEOUT_S, madlab_home, retry_locked, use_wal, write_lock
 
 MODES = CACHE_MODES  # "off" | "read" | "readwrite"
 CACHE_FILE = "cache.db"
@@ -118,15 +119,8 @@ def request_key(model: str, messages: list[dict], *, occurrence: int = 0, **samp
 
 
 # ----- the file ------------------------------------------------------------------------------------
-_write_locks: dict[str, threading.Lock] = {}
 _tallies: dict[str, list[int]] = {}  # real path -> [hits, misses] of this process
 _shared_guard = threading.Lock()
-
-
-def _write_lock(path: Path) -> threading.Lock:
-    """The lock this process's writers of `path` share: handed over at once, where SQLite's busy handler sleeps."""
-    with _shared_guard:
-        return _write_locks.setdefault(os.path.realpath(path), threading.Lock())
 
 
 def _count(path: Path, hit: bool) -> None:
@@ -213,7 +207,7 @@ class ResponseCache:
         used = [{"key": key, "debate_id": debate_id} for key in (uses or [row["key"] for row in rows])
                 if debate_id is not None]
         try:
-            with _write_lock(self.path), self._lock:
+            with write_lock(self.path), self._lock:
                 db = self._database(create=True)
                 assert db is not None
                 written = 0
@@ -247,7 +241,7 @@ class ResponseCache:
 
     def clear(self) -> int:
         """Remove every entry (whatever the mode: it is asked for explicitly); returns how many there were."""
-        with _write_lock(self.path), self._lock:
+        with write_lock(self.path), self._lock:
             db = self._database(create=False)
             if db is None or not db[TABLE].exists():
                 return 0

@@ -20,7 +20,7 @@ Many writers, one file: any number of threads and processes write one database a
 Every write transaction starts with `BEGIN IMMEDIATE` (`Store.transaction`), so a writer waits
 its turn (SQLite's busy timeout) instead of failing with "database is locked" the way a
 deferred transaction that read first does. Readers never wait (WAL). Before that, the writers
-of one file take turns on a `WriteLock` (`_process_write_lock`, writelock.py): a Python lock
+of one file take turns on a `WriteLock` (`write_lock`, writelock.py): a Python lock
 between this process's threads, a file lock between processes, both handed over the moment they
 are free. SQLite's busy handler sleeps in steps of up to 100 ms and is not woken when the lock
 frees: dozens of debates in one process queued there for seconds, and a second worker process
@@ -80,8 +80,9 @@ _WRITE_LOCKS: dict[str, WriteLock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
 
 
-def _process_write_lock(path: Path) -> WriteLock:
-    """The lock the writers of `path` share (writelock.py; a private one for ":memory:")."""
+def write_lock(path: Path) -> WriteLock:
+    """The lock every writer of the SQLite file `path` takes around its write transaction, the
+    store's and the response cache's (writelock.py; a private one for ":memory:")."""
     if str(path) == ":memory:":
         return WriteLock(None)
     key = os.path.realpath(path)
@@ -132,7 +133,7 @@ class Store:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.owner = owner
-        self._write_lock = _process_write_lock(self.path)
+        self._write_lock = write_lock(self.path)
         # timeout: a writer waits for another's transaction rather than fail (see transaction).
         # An in-memory database lives only in this connection: an engine's worker thread writes through it too.
         self.db = Database(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S,

@@ -14,8 +14,8 @@ last resort (a writer that does not take this lock: another program, an older MA
 
 Never the database file itself: closing any descriptor of it would drop the POSIX locks SQLite holds
 on it in this process. A child made by fork opens the file anew (a lock taken through the parent's
-descriptor would be the parent's). Where `fcntl` does not exist (Windows) processes fall back to
-SQLite's busy timeout.
+descriptor would be the parent's). Where `fcntl` does not exist (Windows), or the lock file cannot be
+opened (a folder not made yet, or not writable), processes fall back to SQLite's busy timeout.
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ class WriteLock:
     def __enter__(self) -> "WriteLock":
         self._threads.acquire()
         try:
-            if self._path is not None:
-                fcntl.flock(self._descriptor(), fcntl.LOCK_EX)
+            if self._path is not None and (fd := self._descriptor()) is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
             self._threads.release()
             raise
@@ -57,9 +57,15 @@ class WriteLock:
         finally:
             self._threads.release()
 
-    def _descriptor(self) -> int:
-        """This process's descriptor of the lock file (opened on first use, anew after a fork)."""
+    def _descriptor(self) -> int | None:
+        """This process's descriptor of the lock file (opened on first use, anew after a fork); None
+        when it cannot be opened now (tried again next time)."""
         if self._fd is None or self._pid != os.getpid():
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            assert self._path is not None
+            try:
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            except OSError:
+                self._fd = None
+                return None
             self._pid = os.getpid()
         return self._fd

@@ -376,6 +376,21 @@ def test_a_forked_child_takes_the_writers_lock_for_itself(tmp_path):
     assert _writers_lock_is_free(path)
 
 
+def test_a_lock_file_that_cannot_be_made_yet_leaves_the_turns_to_sqlite(tmp_path):
+    """A folder not made yet (the response cache's first write): the writer goes on without the file
+    lock (SQLite's busy timeout still orders it) and takes the lock once the file can be made."""
+    from mad_core.store.writelock import WriteLock
+
+    path = tmp_path / "later" / "cache.db"
+    lock = WriteLock(path)
+    with lock:
+        assert not (tmp_path / "later").exists()
+    path.parent.mkdir()
+    with lock:
+        assert not _writers_lock_is_free(path)
+    assert _writers_lock_is_free(path)
+
+
 def test_recording_a_turn_again_replaces_it_and_its_index_entry(store):
     store.create_debate("d" * 32, CONFIG)
     store.record(TurnFinished(turn=make_turn(0, "Agent 1", "", status="interrupted")))
