@@ -52,10 +52,12 @@ def mean_sd(values: list[Any]) -> Stat:
                and math.isfinite(float(v))]
     if not numbers:
         return Stat(None, None, 0)
-    mean = sum(numbers) / len(numbers)
+    # fsum: exactly rounded, so the same numbers in another order (debates end in any order) give
+    # the same digits, which a sweep reproduced from its archive must (bundle.TABLES)
+    mean = math.fsum(numbers) / len(numbers)
     if len(numbers) < 2:
         return Stat(mean, None, 1)
-    return Stat(mean, math.sqrt(sum((x - mean) ** 2 for x in numbers) / (len(numbers) - 1)), len(numbers))
+    return Stat(mean, math.sqrt(math.fsum((x - mean) ** 2 for x in numbers) / (len(numbers) - 1)), len(numbers))
 
 
 def accuracy_of(summary: dict[str, Any]) -> float | None:

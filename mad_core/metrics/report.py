@@ -277,7 +277,7 @@ def _short(text: str | None) -> str:
 
 def _mean(values: Sequence[float | None]) -> float | None:
     numbers = [v for v in values if v is not None]
-    return sum(numbers) / len(numbers) if numbers else None
+    return math.fsum(numbers) / len(numbers) if numbers else None  # exactly rounded: the same in any order
 
 
 def _discussion_turns(view: DebateView, rounds: set[int] | None, kinds: tuple[str, ...] = DISCUSSION_KINDS

@@ -153,7 +153,9 @@ def answer_similarity(texts: list[str], embed: Embedder | None = None) -> float 
         return None
     vectors = list((embed or _package().default_embed)(items))
     pairs = list(combinations(vectors, 2))
-    return sum(_cosine(u, v) for u, v in pairs) / len(pairs)
+    # fsum: exactly rounded, so the texts' order (agents that answered at once finish in any order)
+    # cannot move the last digit, and a sweep reproduced from its archive gives the same tables
+    return math.fsum(_cosine(u, v) for u, v in pairs) / len(pairs)
 
 
 def answer_diversity(texts: list[str], embed: Embedder | None = None) -> float | None:

@@ -130,6 +130,9 @@ def test_mean_and_sample_sd_skip_missing_values():
     assert R.mean_sd([2.0]) == R.Stat(2.0, None, 1)
     assert R.mean_sd([None, "x", True]) == R.Stat(None, None, 0)
     assert R.mean_sd([1, 2, 3, 4]).sd == pytest.approx(1.2909944487)
+    # the same numbers in any order give the same digits (debates end in any order; a reproduction
+    # must give the same table): a plain sum says 0.6000000000000001 for one order, 0.6 for another
+    assert R.mean_sd([0.1, 0.2, 0.3]) == R.mean_sd([0.3, 0.2, 0.1]) == R.mean_sd([0.2, 0.3, 0.1])
     assert R.Stat(0.6, 0.5164, 10).text() == "0.60 ± 0.52" and R.Stat(None, None, 0).text() == "–"
 
 

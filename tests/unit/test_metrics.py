@@ -1,4 +1,5 @@
 """Debate metrics against the papers' worked examples and hand-computed cases."""
+import itertools
 import math
 import os
 import threading
@@ -131,6 +132,17 @@ def test_answer_similarity_with_injected_embedder():
     assert answer_diversity(["x", "y", "xy"], embed=fake_embed) == pytest.approx(1 - expected)
     assert answer_similarity(["x", "x"], embed=fake_embed) == pytest.approx(1.0)
     assert answer_diversity(["x", "x"], embed=fake_embed) == pytest.approx(0.0)
+
+
+def test_answer_similarity_is_the_same_to_the_last_digit_in_any_order_of_the_answers():
+    """Agents answering at once finish in any order; a plain sum of the pairs' cosines moved the last
+    digit with it (these vectors: ...187 or ...188), and a sweep reproduced from its archive then
+    differed from the original (bundle.TABLES must match byte for byte)."""
+    vectors = {"a": [0.8, 0.3, 0.5], "b": [0.3, 0.3, 0.7], "c": [0.4, 0.0, 0.6]}
+    embed = lambda texts: [vectors[t] for t in texts]  # noqa: E731
+    values = {answer_similarity(list(order), embed=embed) for order in itertools.permutations("abc")}
+    assert len(values) == 1
+    assert values.pop() == pytest.approx(0.8741869608471187, abs=1e-15)
 
 
 def test_answer_similarity_needs_two_texts():
