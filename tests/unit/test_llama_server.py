@@ -184,7 +184,9 @@ def test_starts_on_first_use_waits_until_healthy_and_restarts_when_dead(fake, mo
     assert start["argv"][start["argv"].index("--host") + 1] == "127.0.0.1"
     first = server.pid
     os.kill(first, signal.SIGKILL)
-    assert _wait_gone(first)
+    # Reaped, not only a zombie: a killed process whose threads are still exiting shows its leader
+    # as "Z" while waitpid (and so alive()) still says it runs (seen once in a full run).
+    assert server._process.wait(timeout=30) == -signal.SIGKILL
     assert server.ensure_running().startswith("http://127.0.0.1:")
     assert server.alive() and server.pid != first and server.starts == 2
     assert "MAD Lab starts llama-server" in server.log_path.read_text()
