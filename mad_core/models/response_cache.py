@@ -12,9 +12,9 @@ text, its prompt and completion tokens, its note and when it was stored.
 
 The entries live in their own SQLite file in the MAD Lab home (``<home>/cache.db``), shared by
 every debate and sweep of that home: WAL, a busy timeout, each write a ``BEGIN IMMEDIATE``
-transaction of ``INSERT OR IGNORE`` taken in turn with the file's other writers (the store's
-``write_lock``: threads and processes woken the moment it frees) (the first reply stored for a key stays), so any number of
-threads and processes read and write it at once. A ``ResponseCache`` holds one connection,
+transaction of ``INSERT OR IGNORE`` (the first reply stored for a key stays), taken in turn with
+the file's other writers on the store's ``write_lock`` (threads and processes woken the moment it
+frees), so any number of threads and processes read and write it at once. A ``ResponseCache`` holds one connection,
 shared by its threads under a lock (and opened again in a forked child).
 
 Modes (``MODES``): "off" neither reads nor writes, "read" reads and never writes (nor creates
@@ -23,9 +23,9 @@ the file), "readwrite" reads and stores.
 What it must not do: store a call that did not end "ok" (failed, interrupted) or an empty
 reply; break a debate (a database that cannot be read or written is logged and counts as a
 miss, or as not stored); know anything about debates beyond the occurrence number it is handed;
-call a model. It reaches out of the model layer only for the home directory, its busy timeout and
-its writers' lock (``mad_core.store.core``) and for the mode names (``mad_core.config.CACHE_MODES``); nothing in
-the model layer imports it (``mad_core.calls`` does).
+call a model. It reaches out of the model layer only for the home directory, its busy timeout
+and its writers' lock (``mad_core.store.core``) and for the mode names
+(``mad_core.config.CACHE_MODES``); nothing in the model layer imports it (``mad_core.calls`` does).
 """
 from __future__ import annotations
 

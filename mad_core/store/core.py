@@ -159,8 +159,7 @@ class Store:
 
         The file's other writers, in this process and in others, are waited for on `_write_lock`
         first (woken the moment it is free; SQLite's busy timeout only for writers that do not
-        take it). Nested inside
-        another transaction it is a savepoint of that one."""
+        take it). Nested inside another transaction it is a savepoint of that one."""
         conn = self.db.conn
         if conn.in_transaction:
             with self.db.atomic():

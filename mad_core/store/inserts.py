@@ -41,9 +41,8 @@ class RowInserter:
         return self.db.conn.execute(statement, [jsonify_if_needed(value) for value in row.values()]).lastrowid
 
     def _has_columns(self, table: str, keys: tuple[str, ...]) -> bool:
-        for fresh in (False, True):
-            if fresh or table not in self._columns:
-                self._columns[table] = frozenset(column.name for column in self.db[table].columns)
-            if self._columns[table] and set(keys) <= self._columns[table]:
-                return True
-        return False
+        """Whether `table` exists with every column of `keys` (read again when the cached list lacks one)."""
+        columns = self._columns.get(table)
+        if columns is None or not set(keys) <= columns:
+            columns = self._columns[table] = frozenset(column.name for column in self.db[table].columns)
+        return bool(columns) and set(keys) <= columns
