@@ -179,6 +179,7 @@ class Teacher:
     shots: Path  # where a screenshot of a lost click goes
     errors: list[str] = field(default_factory=list)
     lost: list[tuple[str, float]] = field(default_factory=list)  # (control, when clicked): no change showed
+    timed: list[tuple[str, float, float]] = field(default_factory=list)  # (control, when clicked, seconds): every click
 
 
 def teacher_starts(browser, url: str, rounds: int, store, shots: Path) -> Teacher:
@@ -242,6 +243,7 @@ def steer(teacher: Teacher) -> dict[str, float]:
             times[control] = LOST
             teacher.lost.append((control, clicked))
             page.screenshot(path=str(teacher.shots / f"lost-{len(teacher.lost)}-{control}.png"))
+        teacher.timed.append((control, clicked, times[control]))
     resume_if_paused(page)
     return times
 
@@ -531,6 +533,7 @@ def main() -> int:
         run = run_class(playwright, server, args, chromium)
     rows = read_log(log)
     run["reached"] = reached_server(rows, run["teacher"].lost)
+    run["slowest"] = slowest_click(rows, run)
     return finish(report(args, run, refresh_costs(rows, run["phases"], run["teacher"].token), root), args)
 
 
@@ -601,6 +604,26 @@ def class_rows(args, run: dict) -> list[list]:
                       f"{args.phones - check['not_joined']} / {run['listed']} of {args.phones}")]
 
 
+def slowest_click(rows: list[list], run: dict) -> str:
+    """Where the slowest click with phones spent its time: until its trigger reached the server, and the
+    teacher's script runs that were going on between the click and its visible change."""
+    window = run["phases"][1]
+    clicks = [c for c in run["teacher"].timed if window.started <= c[1] <= window.ended and c[2] != LOST]
+    if not clicks:
+        return "slowest click with phones: none timed"
+    control, clicked, seconds = max(clicks, key=lambda c: c[2])
+    shown = clicked + seconds
+    arrived = [row[1] for row in rows if row[0] == "click" and control in row[2] and clicked <= row[1] <= shown + 1]
+    teacher = {row[2] for row in rows if row[0] == "run" and f"session={run['teacher'].token}" in row[3]}
+    busy = [f"{'fragment' if row[4] else 'full'} run {row[1] - row[5] / 1000 - clicked:+.2f}..{row[1] - clicked:+.2f} s"
+            f" (CPU {row[6] / 1000:.2f} s)" for row in rows
+            if row[0] == "run" and row[2] in teacher and row[1] >= clicked and row[1] - row[5] / 1000 <= shown]
+    return (f"slowest click with phones: {control} at {time.strftime('%H:%M:%S', time.localtime(clicked))}, "
+            f"{seconds:.2f} s; its trigger reached the server "
+            + (f"{arrived[0] - clicked:+.2f} s after the bench clicked" if arrived else "never (within the window)")
+            + "; the teacher's script runs meanwhile (from the click): " + ("; ".join(busy) or "none"))
+
+
 def lost_note(run: dict) -> str:
     lost = run["teacher"].lost
     if not lost:
@@ -627,6 +650,7 @@ def notes(args, run: dict, root: Path) -> list[str]:
             "mad_core.classroom.participants and mad_core.polls.predictions_of",
             f"phones failed: {len(failed)}" + (": " + " | ".join(failed[:5]) if failed else ""),
             lost_note(run),
+            run["slowest"],
             f"teacher's page errors: {len(run['teacher'].errors)}"
             + (": " + " | ".join(run["teacher"].errors[:3]) if run["teacher"].errors else ""),
             f"server log and timings in {root}"]

@@ -8,20 +8,22 @@ Each case is a separate entry of bench/run.py; all read the server's Prometheus 
 
   debate        the default debate (``DebateConfig(question)``: 3 agents on local/smollm2-135m,
                 memory paradigm, simple voting) end to end: wall time, calls, prefill and
-                decode tokens and seconds, and their shares of the server's time
+                decode tokens and seconds, and their shares of the server's time; the median of
+                ``--repeats`` debates, each on a fresh server, the client warmed as the app's is
   prompt_cache  an agent's second turn (its first prompt + its reply + a new message): tokens
                 prefilled and prefill seconds on the agent's own slot (the prompt cache holds
                 the first turn) and on a slot that never saw it
   parallel      one simultaneous round of 3 agents, the 3 calls at once (the server's
                 parallel slots) and one after another (max_concurrency 1): wall and tokens/s;
                 then the same requests straight to the server, at once and one after another:
-                the share of the server's own gain that MAD Lab keeps (target >= 90 %)
+                the share of the server's own gain that MAD Lab keeps (target >= 90 %); after one
+                uncounted warm-up round, the median of ``--repeats`` interleaved rounds
   ballots       the invalid-ballot rate of simple voting over N default debates (first
                 ballots, and after the re-asks)
 
     .venv/bin/python bench/local_model.py debate
     .venv/bin/python bench/local_model.py ballots --debates 20
-    .venv/bin/python bench/local_model.py parallel --max-tokens 96
+    .venv/bin/python bench/local_model.py parallel --max-tokens 96 --repeats 5
 
 Skipped, with the reason, when the default model or llama-server is not installed. Slow on a
 CPU: the default model decodes ~78 tokens/s on 2 idle cores (README, CONVENTIONS).
@@ -35,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Result, Target, finish, parser  # noqa: E402
+from bench.common import Result, Target, finish, median, parser  # noqa: E402
 
 QUESTION = "A farmer has 17 sheep. All but 9 run away. How many sheep are left?"
 PREFILL, DECODE = "llamacpp:prompt_seconds_total", "llamacpp:tokens_predicted_seconds_total"
@@ -97,19 +99,37 @@ def default_debate(**settings):
 
 
 def case_debate(srv, args, result: Result) -> None:
-    from mad_core.events import TurnFinished
+    """The default debate ``--repeats`` times, each on a server started afresh (so no debate reads the
+    prompt cache another filled); the row and the target are the median debate's.
 
-    before = counters(srv)
-    wall, events = default_debate()
-    d = delta(before, counters(srv))
-    turns = [e.turn for e in events if isinstance(e, TurnFinished)]
+    The client is warmed first by one 1-token call through MAD Lab's own call path: a first model call
+    imports the OpenAI SDK and its HTTP stack (~450 modules, ~2 s of CPU here), which the app has done
+    by the time its Debate page shows, so a teacher's debate never pays it.
+    """
+    from mad_core.events import TurnFinished
+    from mad_core.models import DEFAULT_MODEL, call_model
+
+    warm = call_model(DEFAULT_MODEL, [{"role": "user", "content": "Hello"}], max_tokens=1, temperature=0.0)
+    debates = []
+    for _ in range(args.repeats or 3):
+        srv.stop()
+        srv.ensure_running()
+        before = counters(srv)
+        wall, events = default_debate()
+        turns = [e.turn for e in events if isinstance(e, TurnFinished)]
+        debates.append((wall, delta(before, counters(srv)), len(turns), events[-1].status))
+    wall, d, calls, status = sorted(debates, key=lambda debate: debate[0])[len(debates) // 2]
     result.columns = ["part", "tokens", "seconds", "% of server time"]
     result.rows = server_rows(d)
     result.rows.append(["whole debate (wall)", "", wall, ""])
-    result.targets.append(Target("default debate, end to end", wall, 30.0, "s"))
+    result.targets.append(Target("default debate, end to end (the median debate)", wall, 30.0, "s"))
     busy = d.get(PREFILL, 0.0) + d.get(DECODE, 0.0)
-    result.notes.append(f"{len(turns)} calls, status {events[-1].status}; the server was busy "
+    result.notes.append(f"the median of {len(debates)} debates: {calls} calls, status {status}; the server was busy "
                         f"{100 * busy / wall:.0f} % of the wall time (its seconds add up over parallel slots)")
+    result.notes.append("every debate (wall s, decoded tokens, calls): " + "; ".join(
+        f"{w:.1f} s, {int(x.get(DECODED, 0))}, {n}" for w, x, n, _ in debates))
+    result.notes.append(f"client warmed by one 1-token call first ({warm.status}), as the app is when its Debate "
+                        "page shows; each debate on a server started afresh (no prompt cache from another debate)")
 
 
 def case_prompt_cache(srv, args, result: Result) -> None:
@@ -148,45 +168,69 @@ def case_prompt_cache(srv, args, result: Result) -> None:
 def case_parallel(srv, args, result: Result) -> None:
     """One simultaneous round of 3 agents through MAD Lab, the calls at once and one after another; then
     the very requests MAD Lab sent (the same messages, token cap, temperature and sampling) straight to
-    the server over HTTP, at once and one after another: the server's own gain on the same work."""
+    the server over HTTP, at once and one after another: the server's own gain on the same work.
+
+    Both sides are timed warm: one round through MAD Lab first, not counted (it pays the process's
+    first imports, the store's opening and the server's first requests, which the server-alone rows
+    never pay). Then ``--repeats`` rounds of the four runs, interleaved so that a drift of this
+    machine's speed falls on all four alike; each row is the median run, each speed-up the median of
+    the rounds' own ratios.
+    """
     from mad_core.config import LOCAL_SAMPLING
-    from mad_core.events import TurnFinished
 
     result.columns = ["3-agent simultaneous round", "wall s", "prompt tokens", "prefill s", "decoded tokens",
                       "decode s", "tokens / s (wall)"]
-    walls, sent = {}, []
-    for label, concurrency in (("MAD Lab: 3 calls at once", 3), ("MAD Lab: one after another", 1)):
-        before = counters(srv)
-        fresh = uuid.uuid4().hex[:8]  # a persona of its own per run: no run reuses another's prompt cache
-        agents = [{"label": f"Agent {i + 1}", "max_tokens": args.max_tokens, "temperature": 0.0,
-                   "persona": f"A careful thinker ({fresh})."} for i in range(3)]
-        wall, events = default_debate(agents=agents, paradigm="simultaneous", protocol="convergence", rounds=1,
-                                      max_rounds=1, max_concurrency=concurrency, seed=1)
-        d = delta(before, counters(srv))
-        turns = [e.turn for e in events if isinstance(e, TurnFinished)]
-        assert all(t.status == "ok" for t in turns), events[-1]
-        sent = sent or [t.prompt for t in turns]
-        walls[label] = wall
-        result.rows.append([label, wall, int(d.get(PROMPT_TOKENS, 0)), d.get(PREFILL, 0.0), int(d.get(DECODED, 0)),
-                            d.get(DECODE, 0.0), d.get(DECODED, 0) / wall])
+    warm_up, _ = madlab_round(srv, args.max_tokens, 3)
     body = {"max_tokens": args.max_tokens, "temperature": 0.0, **LOCAL_SAMPLING, "cache_prompt": False}
-    raw = {}
-    for label, at_once in (("server alone, the same requests: at once", True),
-                           ("server alone, the same requests: one after another", False)):
-        before = counters(srv)
-        wall, tokens = raw_requests(srv.url, sent, body, at_once)
-        d = delta(before, counters(srv))
-        raw[at_once] = wall
-        result.rows.append([label, wall, int(d.get(PROMPT_TOKENS, 0)), d.get(PREFILL, 0.0), tokens,
-                            d.get(DECODE, 0.0), tokens / wall])
-    ours = walls["MAD Lab: one after another"] / walls["MAD Lab: 3 calls at once"]
-    theirs = raw[False] / raw[True]
+    labels = {("MAD Lab", True): "MAD Lab: 3 calls at once", ("MAD Lab", False): "MAD Lab: one after another",
+              ("server", True): "server alone, the same requests: at once",
+              ("server", False): "server alone, the same requests: one after another"}
+    runs: dict[str, list[list]] = {label: [] for label in labels.values()}
+    sent: list[list[dict]] = []
+    for _ in range(args.repeats or 5):
+        for (side, at_once), label in labels.items():
+            before = counters(srv)
+            if side == "MAD Lab":
+                wall, prompts = madlab_round(srv, args.max_tokens, 3 if at_once else 1)
+                sent = sent or prompts
+                d = delta(before, counters(srv))
+                tokens = int(d.get(DECODED, 0))
+            else:
+                wall, tokens = raw_requests(srv.url, sent, body, at_once)
+                d = delta(before, counters(srv))
+            runs[label].append([wall, int(d.get(PROMPT_TOKENS, 0)), d.get(PREFILL, 0.0), tokens, d.get(DECODE, 0.0)])
+    for label, measured in runs.items():
+        row = sorted(measured, key=lambda run: run[0])[len(measured) // 2]  # the median run, whole
+        result.rows.append([label, *row, row[3] / row[0]])
+    # Each speed-up is the median of the rounds' own ratios (a round's four runs are minutes apart at most).
+    ours, theirs = (median([serial[0] / at_once[0] for serial, at_once in zip(runs[labels[side, False]],
+                                                                                runs[labels[side, True]])])
+                    for side in ("MAD Lab", "server"))
     kept = (ours - 1) / (theirs - 1) if theirs > 1 else None
     result.targets.append(Target("share of the server's own gain (3 at once vs one after another) lost through "
                                  "MAD Lab (it keeps >= 90 %)", None if kept is None else 1 - kept, 0.1, ""))
-    result.notes.append(f"speed-up through MAD Lab: {ours:.2f}x; the server alone on the same {len(sent)} requests "
+    result.notes.append(f"speed-up through MAD Lab (median of the rounds' ratios): {ours:.2f}x; the server alone on the same {len(sent)} requests "
                         f"(the messages MAD Lab sent, {args.max_tokens} tokens at most, temperature 0, its sampling, "
                         f"no prompt cache): {theirs:.2f}x; kept share of the gain = (MAD Lab's - 1) / (server's - 1)")
+    result.notes.append(f"each row: the median of {len(runs[labels['server', True]])} runs, the four runs interleaved; walls in order: "
+                        + "; ".join(f"{label}: {', '.join(f'{run[0]:.2f}' for run in measured)}"
+                                    for label, measured in runs.items()))
+    result.notes.append(f"warm-up round through MAD Lab (3 at once), not counted: {warm_up:.2f} s")
+
+
+def madlab_round(srv, max_tokens: int, concurrency: int) -> tuple[float, list[list[dict]]]:
+    """One simultaneous round of 3 agents through MAD Lab, ``concurrency`` calls at a time, each agent
+    with a persona never used before (so no run reads another's prompt cache); (wall s, the prompts)."""
+    from mad_core.events import TurnFinished
+
+    fresh = uuid.uuid4().hex[:8]
+    agents = [{"label": f"Agent {i + 1}", "max_tokens": max_tokens, "temperature": 0.0,
+               "persona": f"A careful thinker ({fresh})."} for i in range(3)]
+    wall, events = default_debate(agents=agents, paradigm="simultaneous", protocol="convergence", rounds=1,
+                                  max_rounds=1, max_concurrency=concurrency, seed=1)
+    turns = [e.turn for e in events if isinstance(e, TurnFinished)]
+    assert len(turns) == 3 and all(t.status == "ok" for t in turns), events[-1]
+    return wall, [t.prompt for t in turns]
 
 
 def raw_requests(url: str, messages: list[list[dict]], body: dict, at_once: bool) -> tuple[float, int]:
@@ -254,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_argument("case", choices=CASES)
     cli.add_argument("--debates", type=int, default=20, help="ballots: debates to run")
     cli.add_argument("--max-tokens", type=int, default=64, help="prompt_cache, parallel: reply length cap")
+    cli.add_argument("--repeats", type=int, default=None,
+                     help="debate: debates (default 3); parallel: rounds of the four runs (default 5); rows are medians")
     args = cli.parse_args(argv)
 
     titles = {"debate": "Default offline debate on the llama.cpp server: prefill and decode",
