@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     for model, device in rows:
         wall, tokens, status = run(model, args.rounds, args.max_tokens)
         result.rows.append([model, device, wall, tokens, tokens / wall if wall else 0.0, status])
-    result.notes.append("the hf/ checkpoint holds the GGUF's Q4_1 weights dequantized (the same numbers, as "
+    result.notes.append("the hf/ checkpoint holds the served GGUF's weights dequantized (the same numbers, as "
                         "floats), so both rows run the same model; sampling differs, so token counts do too")
     return finish(result, args)
 

@@ -75,9 +75,11 @@ def test_three_simultaneous_calls_decode_at_the_same_time():
     times: dict[str, list[float]] = {agent: [] for agent in "ABC"}
 
     def ask(agent: str, start: int) -> None:
+        # ignore_eos: every reply runs to its 40 tokens (what the model says is not the point here,
+        # and a small model may end a count after a few tokens)
         result = call_model(MODEL, _count(start), max_tokens=40, temperature=0, seed=1,
                             on_token=lambda _piece: times[agent].append(time.perf_counter()),
-                            metadata={"agent": agent, "debate_id": "concurrent"})
+                            metadata={"agent": agent, "debate_id": "concurrent"}, extra={"ignore_eos": True})
         assert result.status == "ok", result.error
 
     threads = [threading.Thread(target=ask, args=(agent, 10 * i)) for i, agent in enumerate("ABC")]
