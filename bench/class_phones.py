@@ -9,13 +9,20 @@ debate (3 agents, `--words` words a turn at `--token-delay` s a word, rounds eno
 run) streams throughout; the bench stops it at the end. The teacher is one browser context at
 1280x720 with two tabs of one session: the Debate page (the steering controls) and the Presenter
 (the projector: the teacher opens a prediction poll there and reads its join code off the page).
-`--phones` phones (browser contexts at 390x844, all in a Chromium of their own run at `--phones-nice`
-(default 19: in a class the phones are other devices, so their drawing should not take the cores the
-server needs; 0 lets it compete), driven from `--concurrent` threads, each with its own Playwright
-connection over CDP) each open /join, type the code and a
+`--phones` phones (browser contexts at 390x844, all in a Chromium of their own run at
+`--phones-priority`, driven from `--concurrent` threads, each with its own Playwright connection over
+CDP) each open /join, type the code and a
 nickname of their own, predict, reload and check that the nickname and the prediction are still
 shown; each phone's join, predict and reload times are recorded, and its page stays open (a class
 waits for the reveal).
+
+The phones' priority: in a class the phones are other devices, so drawing their pages should take no
+CPU from the teacher's browser or the server. `idle` (the default) runs their Chromium under Linux's
+SCHED_IDLE (`chrt --idle 0`): it gets only what nothing else wants. `low` is nice 19, which is not
+enough: every thread of 30 phone pages weighs 15 against a nice-0 thread's 1024 in the scheduler, and
+a hundred runnable ones together outweighed the teacher's renderer (measured: the teacher's clicks
+took up to 7.7 s, 3.8 s of it before the click's message left the teacher's Chromium, and the
+server's tick waited twice as long for a core). `normal` lets them compete as equals.
 
 Four phases, with the same steering the whole time (a message to all, Pause, Resume: each click
 timed in Chromium from the click to the visible change, as tests/e2e/test_e2e_steering.py's
@@ -439,7 +446,7 @@ def run_class(playwright, server, args, chromium: str) -> dict:
     expect.set_options(timeout=STEER_TIMEOUT_MS)  # timed_click waits this long
     port = _free_port()  # the phones' threads reach their Chromium over CDP
     browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)  # the teacher's
-    phones_browser = playwright.chromium.launch(executable_path=phones_chromium(chromium, args.phones_nice,
+    phones_browser = playwright.chromium.launch(executable_path=phones_chromium(chromium, args.phones_priority,
                                                                                 server.home.parent),
                                                 args=[*CHROMIUM_ARGS, f"--remote-debugging-port={port}"])
     store = Store(server.db_path)
@@ -469,14 +476,18 @@ def run_class(playwright, server, args, chromium: str) -> dict:
             "check": checked, "listed": listed, "count": count, "version": version}
 
 
-def phones_chromium(chromium: str, nice: int, root: Path) -> str:
-    """The phones' Chromium: run at `nice` (a wrapper script in the run's folder `root`). In a class the
-    phones are other devices: drawing 30 phone pages on the teacher's 2 cores took 1.7 CPU s/s away from the
-    server (measured with `--phones-nice 0`), which is the simulation's cost, not the app's."""
-    if nice <= 0:
+PRIORITIES = {"idle": "chrt --idle 0", "low": "nice -n 19", "normal": ""}  # --phones-priority: the wrapper's prefix
+
+
+def phones_chromium(chromium: str, priority: str, root: Path) -> str:
+    """The phones' Chromium at `priority` (a key of PRIORITIES; a wrapper script in the run's folder `root`,
+    whose policy every process and thread of that Chromium inherits). In a class the phones are other
+    devices: drawing 30 phone pages on the teacher's 2 cores took 1.7 CPU s/s away from the server
+    (measured at `normal`), which is the simulation's cost, not the app's."""
+    if not PRIORITIES[priority]:
         return chromium
     wrapper = root / "phones-chromium"
-    wrapper.write_text(f'#!/bin/sh\nexec nice -n {nice} "{chromium}" "$@"\n', encoding="utf-8")
+    wrapper.write_text(f'#!/bin/sh\nexec {PRIORITIES[priority]} "{chromium}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
     return str(wrapper)
 
@@ -513,8 +524,9 @@ def main() -> int:
     options.add_argument("--cycles", type=int, default=3, help="steering cycles before the phones, once they are all connected, and after")
     options.add_argument("--words", type=int, default=30, help="words a turn")
     options.add_argument("--token-delay", type=float, default=0.2, help="seconds between streamed words")
-    options.add_argument("--phones-nice", type=int, default=19,
-                         help="niceness of the phones' own Chromium (0: it competes with the server for the cores)")
+    options.add_argument("--phones-priority", choices=sorted(PRIORITIES), default="idle",
+                         help="the phones' own Chromium: idle (SCHED_IDLE, the default), low (nice 19) or normal "
+                              "(it competes with the server and the teacher's browser for the cores)")
     args = options.parse_args()
     sys.path.insert(0, E2E)
     chromium = shutil.which("chromium")
@@ -638,7 +650,8 @@ def notes(args, run: dict, root: Path) -> list[str]:
     failed = [f"{r['nickname']}: {'; '.join(r['errors'])}" for r in run["phones"] if r["errors"]]
     return [f"{AGENTS} agents x up to {args.rounds} rounds (stopped at the end), {args.words} words a turn at "
             f"{args.token_delay} s a word; {args.phones} phones at {PHONE['width']}x{PHONE['height']}, "
-            f"{args.concurrent} at a time, in a Chromium {run['version']} of their own at nice {args.phones_nice} "
+            f"{args.concurrent} at a time, in a Chromium {run['version']} of their own at priority {args.phones_priority} "
+            f"({PRIORITIES[args.phones_priority] or 'as the rest'}) "
             f"(phones are other devices in a class); the teacher at "
             f"{PROJECTOR['width']}x{PROJECTOR['height']} (Debate page and Presenter, one session, another Chromium)",
             "steering: click to visible change in Chromium (tests/e2e/test_e2e_steering.py's timed_click); "

@@ -8,8 +8,9 @@ the buttons moved up, and Stop slid under a pointer aimed at Pause (found by ben
 The controls live in one fragment of their own (`render_controls`): a click reruns only that
 fragment, not the whole page (the form, the settled transcript, the plots), so the state it asked
 for shows in the steering line within a fraction of a second. While the debate runs the fragment
-also refreshes itself as often as the live page does (`steering_interval`), so "deciding:
-collecting 3 votes (1/3)" counts up as ballots come and a pause from another tab shows here. The
+also refreshes itself (`steering_interval`: as often as the live page, and at most once a second),
+so "deciding: collecting 3 votes (1/3)" counts up as ballots come and a pause from another tab
+shows here. The
 buttons and the line are drawn together in every run, from the controller read once
 (`control_state`), so the row can never show buttons for a state that is gone. (A steering line
 in a fragment nested in the controls' one, redrawing the page when the buttons lagged, was
@@ -62,6 +63,11 @@ NOTICE_KEY = "steer_notice"  # the notice's container
 NOTICE_S = 10.0  # seconds the answer to a message stays under the steering line
 RESUME_ERROR = "resume_error"
 STEERING_KEY = "steering_status"
+# The steering line's own refresh, at most this often (a click reruns it at once, whatever this is).
+# Every fragment run makes Streamlit's frontend revisit the whole page (see live_page): refreshing
+# the line as often as the live page's tick (4 a second) took the teacher's Chromium from 0.52 to
+# 0.66-0.69 of a core (bench/class_phones.py's debate, 2 cores), and its clicks waited behind that work.
+STEERING_REFRESH_S = 1.0
 # Our own static CSS (no user or model text): a compact notice, so at 1280x720 the message box stays
 # in view below it.
 NOTICE_CSS = """<style>
@@ -135,11 +141,12 @@ def _notice(slot) -> None:
 
 def steering_interval(debate: LiveDebate | None) -> float | None:
     """How often the steering line refreshes itself while the debate runs: as often as the live
-    page (see `live_page.refresh_interval`); once it has ended, never (None)."""
+    page (see `live_page.refresh_interval`) but at most every STEERING_REFRESH_S; once it has ended,
+    never (None)."""
     if debate is None or debate.done:
         return None
     page = st.session_state.get(SESSION_KEY)
-    return refresh_interval(page) if isinstance(page, LivePage) else None
+    return max(STEERING_REFRESH_S, refresh_interval(page)) if isinstance(page, LivePage) else None
 
 
 # ----- the controls --------------------------------------------------------------------------------
