@@ -23,7 +23,7 @@ import streamlit as st
 from mad_core import live
 from mad_core.store import mark_dead_interrupted
 from mad_core.view import DebateView
-from madlab_ui import access, browse, codebook, controls, forms, live_page, navigation, seat, session_memory
+from madlab_ui import access, browse, codebook, controls, forms, heap, live_page, navigation, seat, session_memory
 from madlab_ui.common import DEBATE_ID, FORK_REQUEST, id8, md_escape, open_store, owner_id
 from madlab_ui.page import page_setup
 
@@ -137,3 +137,4 @@ def render_debate_page() -> None:
 # redraw of a streaming debate, found by bench/class_phones.py).
 if not navigation.route():
     render_debate_page()
+heap.settle()  # after a run that imported more: what the imports left is kept out of full collections

@@ -113,8 +113,10 @@ PHASES = ("before the phones", "with phones", "phones connected", "after the pho
 def install_hooks(path: str) -> None:
     """Time every call of the live page's fragment (`live_page.tick`) and every script run, appending
     ["tick", time, wall ms, CPU ms, ended without a rerun] and ["run", time, session id, query string,
-    fragment run, wall ms, CPU ms] lines to `path`; and each button click that reaches the server,
-    ["click", time, widget keys, accepted] (was a lost click lost on the way, or in the server?)."""
+    fragment run, wall ms, CPU ms] lines to `path`; each button click that reaches the server,
+    ["click", time, widget keys, accepted] (was a lost click lost on the way, or in the server?); and
+    each full garbage collection, ["gc", time, wall ms] (one holds the GIL: every thread waits)."""
+    import gc
     from streamlit.runtime.scriptrunner import script_runner
     from streamlit.runtime.scriptrunner_utils import script_requests
 
@@ -158,6 +160,17 @@ def install_hooks(path: str) -> None:
             note("click", time.time(), clicked, accepted)
         return accepted
 
+    started: list[float] = []
+
+    def timed_gc(phase, info) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            note("gc", time.time(), (time.perf_counter() - started[0]) * 1000)
+
+    gc.callbacks.append(timed_gc)
     live_page.tick = timed_tick
     script_runner.ScriptRunner._run_script = timed_run
     script_requests.ScriptRequests.request_rerun = noted_request
@@ -425,7 +438,8 @@ def refresh_costs(rows: list[list], phases: list[Phase], token: str) -> dict[str
             "reruns": sum(row[0] == "tick" and not row[4] for row in inside),
             "teacher_cpu": sum(row[6] for row in runs if row[2] in teacher) / 1000 / now.seconds,
             "phones_cpu": sum(row[6] for row in runs if row[2] not in teacher) / 1000 / now.seconds,
-            "longest_run": max((row[5] / 1000 for row in runs if row[2] in teacher), default="-")}
+            "longest_run": max((row[5] / 1000 for row in runs if row[2] in teacher), default="-"),
+            "gcs": [row[2] for row in inside if row[0] == "gc"]}
     return out
 
 
@@ -594,6 +608,8 @@ def cost_rows(phases: list[Phase], cost: list[dict]) -> list[list]:
             ["teacher's script runs, CPU s/s", *[c["teacher_cpu"] for c in cost]],
             ["teacher's longest script run (s)", *[c["longest_run"] for c in cost]],
             ["phones' script runs, CPU s/s", *[c["phones_cpu"] for c in cost]],
+            ["server's full garbage collections", *[len(c["gcs"]) for c in cost]],
+            ["server's longest full collection (ms)", *[max(c["gcs"], default="-") for c in cost]],
             ["server process, CPU s/s", *[p.server_cpu / p.seconds for p in phases]],
             ["browser (Chromium, drivers), CPU s/s", *[p.browser_cpu / p.seconds for p in phases]]]
 
