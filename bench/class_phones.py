@@ -10,8 +10,8 @@ run) streams throughout; the bench stops it at the end. The teacher is one brows
 1280x720 with two tabs of one session: the Debate page (the steering controls) and the Presenter
 (the projector: the teacher opens a prediction poll there and reads its join code off the page).
 `--phones` phones (browser contexts at 390x844, all in a Chromium of their own run at
-`--phones-priority`, driven from `--concurrent` threads, each with its own Playwright connection over
-CDP) each open /join, type the code and a
+`--phones-priority` (their Playwright drivers too), driven from `--concurrent` threads, each with its own
+Playwright connection over CDP) each open /join, type the code and a
 nickname of their own, predict, reload and check that the nickname and the prediction are still
 shown; each phone's join, predict and reload times are recorded, and its page stays open (a class
 waits for the reveal).
@@ -199,7 +199,8 @@ class Teacher:
     shots: Path  # where a screenshot of a lost click goes
     errors: list[str] = field(default_factory=list)
     lost: list[tuple[str, float]] = field(default_factory=list)  # (control, when clicked): no change showed
-    timed: list[tuple[str, float, float]] = field(default_factory=list)  # (control, when clicked, seconds): every click
+    # (control, when the bench clicked, when the page saw the click, seconds to the change): every click
+    timed: list[tuple[str, float, float, float]] = field(default_factory=list)
 
 
 def teacher_starts(browser, url: str, rounds: int, store, shots: Path) -> Teacher:
@@ -263,7 +264,8 @@ def steer(teacher: Teacher) -> dict[str, float]:
             times[control] = LOST
             teacher.lost.append((control, clicked))
             page.screenshot(path=str(teacher.shots / f"lost-{len(teacher.lost)}-{control}.png"))
-        teacher.timed.append((control, clicked, times[control]))
+        seen = page.evaluate("() => performance.timeOrigin + (window.__steer.clicked || 0)") / 1000  # epoch s
+        teacher.timed.append((control, clicked, seen, times[control]))
     resume_if_paused(page)
     return times
 
@@ -460,8 +462,8 @@ def run_class(playwright, server, args, chromium: str) -> dict:
     expect.set_options(timeout=STEER_TIMEOUT_MS)  # timed_click waits this long
     port = _free_port()  # the phones' threads reach their Chromium over CDP
     browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)  # the teacher's
-    phones_browser = playwright.chromium.launch(executable_path=phones_chromium(chromium, args.phones_priority,
-                                                                                server.home.parent),
+    phones_browser = playwright.chromium.launch(executable_path=at_priority(chromium, args.phones_priority,
+                                                                            server.home.parent),
                                                 args=[*CHROMIUM_ARGS, f"--remote-debugging-port={port}"])
     store = Store(server.db_path)
     teacher = teacher_starts(browser, server.url, args.rounds, store, server.home.parent)
@@ -469,6 +471,12 @@ def run_class(playwright, server, args, chromium: str) -> dict:
     warm = steer(teacher)  # the first clicks of a fresh server import what later ones reuse
     phases = [phase(PHASES[0], teacher, pid, args.cycles)]
     phones = Class(f"http://127.0.0.1:{port}", server.url, teacher.code, args.phones, args.concurrent)
+    # The phones' Playwright drivers (one Node.js process per phone thread, started by `phones.start()`,
+    # after the teacher's) at the phones' priority too: they are the simulation's, not the class's.
+    from playwright._impl._driver import compute_driver_executable
+
+    os.environ["PLAYWRIGHT_NODEJS_PATH"] = at_priority(compute_driver_executable()[0], args.phones_priority,
+                                                       server.home.parent)
     phones.start()
     try:
         phases.append(phase(PHASES[1], teacher, pid, 1, phones.busy))
@@ -493,15 +501,16 @@ def run_class(playwright, server, args, chromium: str) -> dict:
 PRIORITIES = {"idle": "chrt --idle 0", "low": "nice -n 19", "normal": ""}  # --phones-priority: the wrapper's prefix
 
 
-def phones_chromium(chromium: str, priority: str, root: Path) -> str:
-    """The phones' Chromium at `priority` (a key of PRIORITIES; a wrapper script in the run's folder `root`,
-    whose policy every process and thread of that Chromium inherits). In a class the phones are other
-    devices: drawing 30 phone pages on the teacher's 2 cores took 1.7 CPU s/s away from the server
-    (measured at `normal`), which is the simulation's cost, not the app's."""
+def at_priority(executable: str, priority: str, root: Path) -> str:
+    """`executable` (the phones' Chromium, or the Node.js of their Playwright drivers) at `priority` (a key
+    of PRIORITIES; a wrapper script in the run's folder `root`, whose policy every process and thread it
+    starts inherits). In a class the phones are other devices: drawing 30 phone pages on the teacher's 2
+    cores took 1.7 CPU s/s away from the server (measured at `normal`), which is the simulation's cost,
+    not the app's."""
     if not PRIORITIES[priority]:
-        return chromium
-    wrapper = root / "phones-chromium"
-    wrapper.write_text(f'#!/bin/sh\nexec {PRIORITIES[priority]} "{chromium}" "$@"\n', encoding="utf-8")
+        return executable
+    wrapper = root / f"phones-{Path(executable).name}"
+    wrapper.write_text(f'#!/bin/sh\nexec {PRIORITIES[priority]} "{executable}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
     return str(wrapper)
 
@@ -636,20 +645,22 @@ def slowest_click(rows: list[list], run: dict) -> str:
     """Where the slowest click with phones spent its time: until its trigger reached the server, and the
     teacher's script runs that were going on between the click and its visible change."""
     window = run["phases"][1]
-    clicks = [c for c in run["teacher"].timed if window.started <= c[1] <= window.ended and c[2] != LOST]
+    clicks = [c for c in run["teacher"].timed if window.started <= c[1] <= window.ended and c[3] != LOST]
     if not clicks:
         return "slowest click with phones: none timed"
-    control, clicked, seconds = max(clicks, key=lambda c: c[2])
-    shown = clicked + seconds
+    control, clicked, in_page, seconds = max(clicks, key=lambda c: c[3])
+    shown = in_page + seconds
     arrived = [row[1] for row in rows if row[0] == "click" and control in row[2] and clicked <= row[1] <= shown + 1]
     teacher = {row[2] for row in rows if row[0] == "run" and f"session={run['teacher'].token}" in row[3]}
     busy = [f"{'fragment' if row[4] else 'full'} run {row[1] - row[5] / 1000 - clicked:+.2f}..{row[1] - clicked:+.2f} s"
             f" (CPU {row[6] / 1000:.2f} s)" for row in rows
             if row[0] == "run" and row[2] in teacher and row[1] >= clicked and row[1] - row[5] / 1000 <= shown]
     return (f"slowest click with phones: {control} at {time.strftime('%H:%M:%S', time.localtime(clicked))}, "
-            f"{seconds:.2f} s; its trigger reached the server "
-            + (f"{arrived[0] - clicked:+.2f} s after the bench clicked" if arrived else "never (within the window)")
-            + "; the teacher's script runs meanwhile (from the click): " + ("; ".join(busy) or "none"))
+            f"{seconds:.2f} s; times from the bench's click: the page saw the click at {in_page - clicked:+.2f} s, "
+            "its trigger reached the server "
+            + (f"at {arrived[0] - clicked:+.2f} s" if arrived else "never (within the window)")
+            + f", the change showed at {shown - clicked:+.2f} s; the teacher's script runs meanwhile: "
+            + ("; ".join(busy) or "none"))
 
 
 def lost_note(run: dict) -> str:
