@@ -92,8 +92,8 @@ done
 # 1.5x as fast here (300 -> 450-550 tokens/s on 2 cores; decoding is no slower). llama-quantize
 # writes the same weights as Q8_0 once (each Q4_1 value kept to within Q8_0's rounding; nothing
 # downloaded); local_gguf.smollm2_path() serves it, and the packaged file where it is missing.
-served=$("$VPY" -c 'from mad_core.models import local_gguf as g; print(g.served_smollm2_path())')
-packaged=$("$VPY" -c 'from mad_core.models import local_gguf as g; print(g.packaged_smollm2_path() or "")')
+{ read -r served; read -r packaged || true; } < <("$VPY" -c \
+  'from mad_core.models import local_gguf as g; print(g.served_smollm2_path()); print(g.packaged_smollm2_path() or "")')
 if [ -n "$packaged" ] && { [ ! -s "$served" ] || [ "$packaged" -nt "$served" ]; }; then
   mkdir -p "$(dirname "$served")"
   .venv/bin/llama-quantize --allow-requantize "$packaged" "$served.tmp" Q8_0 >"$served.log" 2>&1 \

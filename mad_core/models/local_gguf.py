@@ -61,7 +61,8 @@ def smollm2_path() -> str | None:
         return None
     served = served_smollm2_path()
     try:
-        fresh = served.stat().st_size > 0 and served.stat().st_mtime >= os.stat(packaged).st_mtime
+        copy = served.stat()
+        fresh = copy.st_size > 0 and copy.st_mtime >= os.stat(packaged).st_mtime
     except OSError:
         fresh = False
     return str(served) if fresh else packaged

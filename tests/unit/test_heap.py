@@ -43,4 +43,3 @@ def test_settle_really_freezes_what_is_alive(monkeypatch):
         assert gc.get_freeze_count() >= before + 1000
     finally:
         gc.unfreeze()  # the test process goes back to collecting as before
-
