@@ -352,7 +352,8 @@ def fixed_latency_model(latency: float, pacing: str = "paced",
     # steady: the pieces are due on the model's clock, not after the caller took the last one,
     # as from a server that generates while its client reads; the caller's time per piece is
     # then overhead only where it cannot keep up.
-    register_script(name, Script(replies=answer, first_token_delay=first, token_delay=gap, steady=True))
+    register_script(name, Script(replies=answer, first_token_delay=first, token_delay=gap, steady=True,
+                                 keep_history=False))
     return f"scripted/{name}", log
 
 

@@ -61,7 +61,8 @@ def register_model(latency: float = 0.0) -> None:
         return debater_reply(str(meta.get("kind", "")), str(meta.get("agent", "")))
 
     ensure_registered()
-    register_script(MODEL.split("/", 1)[1], Script(replies=answer, first_token_delay=latency))
+    register_script(MODEL.split("/", 1)[1], Script(replies=answer, first_token_delay=latency,
+                                                          keep_history=False))
 
 
 def child(db: str, experiment_id: str, workers: int, latency: float) -> int:

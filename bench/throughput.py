@@ -210,7 +210,8 @@ def worker_model(name: str, latency: float, pacing: str) -> None:
     ensure_registered()
     pieces = len(split_pieces(debater_reply("discussion", "Agent 1")))
     first, gap = (latency, 0.0) if pacing == "burst" else (latency / 2, latency / 2 / max(pieces - 1, 1))
-    register_script(name, Script(replies=_debater, first_token_delay=first, token_delay=gap, steady=True))
+    register_script(name, Script(replies=_debater, first_token_delay=first, token_delay=gap, steady=True,
+                                 keep_history=False))
     for stream in (True, False):
         call_model(f"scripted/{name}", [{"role": "user", "content": "warm up"}], stream=stream)
 

@@ -73,6 +73,9 @@ class DebateEngine:
                  origin: Origin | None = None, listeners: Iterable[Listener] = (), stream: bool = True,
                  seats: SeatRegistry | None = None):
         self.cfg = config.validate()
+        # The settings as stored, for the record, the start event and the paradigm's round topics:
+        # computed once (``dataclasses.asdict`` walks every field; it was 5 calls a debate).
+        self.settings = self.cfg.to_dict()
         self.controller = controller or Controller()
         self.controller.bind([a.label for a in config.agents])
         self.origin = origin or Origin()
@@ -177,9 +180,9 @@ class DebateEngine:
         cfg, origin = self.cfg, self.origin
         started = time.time()
         if self._recorder is not None:
-            self._recorder.begin(cfg.to_dict(), parent_id=origin.parent_id, forked_from_seq=origin.forked_from_seq,
+            self._recorder.begin(self.settings, parent_id=origin.parent_id, forked_from_seq=origin.forked_from_seq,
                                  created_at=started, resumed=origin.resumed)
-        self._emit(DebateStarted(self.debate_id, cfg.to_dict(), resumed=origin.resumed, parent_id=origin.parent_id,
+        self._emit(DebateStarted(self.debate_id, self.settings, resumed=origin.resumed, parent_id=origin.parent_id,
                                  forked_from_seq=origin.forked_from_seq, ts=started))
         if cfg.auto_personas:
             stopped = assign_personas(self.context)
@@ -282,7 +285,7 @@ class DebateEngine:
             steps = [Step(tuple(step), kind) for step in agents]
         else:
             steps = planned
-        topic = self.paradigm.round_topics(self.cfg.to_dict(), self.context.turns).get(rnd)
+        topic = self.paradigm.round_topics(self.settings, self.context.turns).get(rnd)
         self._emit(RoundStarted(rnd, list(state.order), topic=topic, steps=agents))
         finished: list[Turn] = []
         for step in steps:

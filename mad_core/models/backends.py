@@ -52,7 +52,7 @@ def _handler_class():
             self.provider = provider
             self.generate = generate
 
-        def streaming(self, model, messages, optional_params=None, litellm_params=None, **_kwargs):
+        def streaming(self, model, messages, optional_params=None, litellm_params=None, *, whole=False, **_kwargs):
             params = optional_params or {}
             request = Request(
                 model=model,
@@ -63,6 +63,7 @@ def _handler_class():
                 metadata=dict((litellm_params or {}).get("metadata") or {}),
                 response_format=params.get("response_format"),
                 extra=dict(params.get("extra_body") or {}),
+                stream=not whole,
             )
             usage = None
             with contextlib.closing(iter(self.generate(request))) as items:
@@ -75,7 +76,7 @@ def _handler_class():
 
         def completion(self, model, messages, model_response=None, **kwargs):
             text, usage = [], None
-            for chunk in self.streaming(model, messages, **kwargs):
+            for chunk in self.streaming(model, messages, whole=True, **kwargs):
                 text.append(chunk["text"])
                 usage = chunk["usage"] or usage
             model_response.choices[0].message.content = "".join(text)
@@ -83,6 +84,10 @@ def _handler_class():
             model_response.model = f"{self.provider}/{model}"
             if usage:
                 model_response.usage = litellm.Usage(**usage)
+            # Its price, said by the provider that knows it: these backends run in this process and
+            # cost nothing (``_FREE``). litellm takes a response's own ``response_cost`` as it is;
+            # without it, it prices every reply again (~0.2 ms of CPU a call, bench/throughput.py).
+            model_response._hidden_params["response_cost"] = 0.0
             return model_response
 
         async def acompletion(self, model, messages, **kwargs):

@@ -79,6 +79,9 @@ class Request:
     response_format: dict | None = None
     # Extra request fields (``call_model``'s ``extra``, e.g. llama.cpp's ``repeat_penalty``).
     extra: dict = field(default_factory=dict)
+    # False: the caller asked for the whole reply at once (litellm's ``stream=False``); a backend
+    # may then produce it whole instead of piece by piece.
+    stream: bool = True
 
 
 def split_pieces(text: str) -> list[str]:
@@ -107,6 +110,21 @@ def stream_text(
         if cancel.wait(delay) if delay > 0 else cancel.is_set():
             return
         yield piece
+
+
+def whole_text(
+    text: str, *, token_delay: float = 0.0, first_token_delay: float = 0.0, cancel: Cancellation | None = None,
+) -> Iterator[str]:
+    """``text`` in one piece, after the time ``stream_text`` would have taken to yield all of its
+    pieces to a caller that takes each at once (``first_token_delay`` + one ``token_delay`` per
+    further piece); nothing once ``cancel`` is set. An unstreamed reply: one wait, one piece."""
+    cancel = cancel or Cancellation()
+    pieces = split_pieces(text)
+    delay = first_token_delay + token_delay * max(len(pieces) - 1, 0) if pieces else 0.0
+    if cancel.wait(delay) if delay > 0 else cancel.is_set():
+        return
+    if text:
+        yield text
 
 
 def missing_package(module: str, package: str) -> str | None:

@@ -39,6 +39,14 @@ Every call is recorded in ``Script.history`` (with the ``max_tokens``, ``respons
 and ``extra`` fields it received) with its ``fault`` and, when it ends, its
 ``outcome``: "finished" (streamed to the end), "cancelled" (stopped early: cancelled or
 closed by the caller) or "raised". ``wait_idle`` waits until no call is running.
+``keep_history=False`` records nothing (a benchmark's model serving thousands of calls: the
+copies of every prompt are the double's cost, not the caller's, and would grow for good).
+
+Asked for a whole reply (``Request.stream`` False, litellm's ``stream=False``), a call without
+a fault waits once for as long as its pieces would have taken (the same pacing, steady or
+not: nothing takes the pieces in between) and yields the reply whole, as a server answers an
+unstreamed request; a call with a fault goes piece by piece, so "hang" and "stall" act as
+they do in a stream.
 
 Thread-safe: several agents may call the same script at once. It must not keep running
 for an abandoned attempt: token delays and hangs wait on the attempt's ``Cancellation``
@@ -58,7 +66,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mad_core.models.provider_kit import Cancellation, Request, current_cancellation, stream_text
+from mad_core.models.provider_kit import Cancellation, Request, current_cancellation, stream_text, whole_text
 
 FAULTS = ("exception", "timeout", "rate_limit", "unavailable", "server_error", "empty", "junk", "hang", "stall")
 _ERRORS = ("exception", "timeout", "rate_limit", "unavailable", "server_error")
@@ -86,6 +94,7 @@ class Script:
     # piece being taken, so a caller that holds back (a pause) holds the model back too.
     steady: bool = False
     json_schema: bool = False  # declares constrained output: the engine sends it JSON-schema response_formats
+    keep_history: bool = True  # False: record no call in ``history`` (see the module docstring)
     history: list[dict] = field(default_factory=list)
     hanging: threading.Event = field(default_factory=threading.Event, init=False, repr=False, compare=False)
     _calls: int = field(default=0, init=False, repr=False, compare=False)
@@ -96,6 +105,7 @@ class Script:
     _released: bool = field(default=False, init=False, repr=False, compare=False)
     _waiting: list[threading.Event] = field(default_factory=list, init=False, repr=False, compare=False)
     _active: int = field(default=0, init=False, repr=False, compare=False)
+    _running: dict[int, dict] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.faults = {int(index): kind for index, kind in (self.faults or {}).items()}
@@ -136,9 +146,9 @@ class Script:
 
     def _ended(self, index: int, outcome: str) -> None:
         with self._changed:
-            for entry in self.history:
-                if entry["call_index"] == index:
-                    entry["outcome"] = outcome
+            entry = self._running.pop(index, None)  # its history entry (none without history)
+            if entry is not None:
+                entry["outcome"] = outcome
             self._active -= 1
             self._changed.notify_all()
 
@@ -157,8 +167,8 @@ class Script:
             index = self._calls
             self._calls += 1
             fault = self.faults.get(index)
-            self.history.append(
-                {
+            if self.keep_history:
+                entry = {
                     "call_index": index,
                     "messages": copy.deepcopy(request.messages),
                     "metadata": dict(request.metadata),
@@ -170,7 +180,8 @@ class Script:
                     "fault": fault,
                     "outcome": None,
                 }
-            )
+                self.history.append(entry)
+                self._running[index] = entry
             if fault in _CONSUMES_NO_REPLY or callable(self.replies):
                 return index, fault, None
             if isinstance(self.replies, dict):
@@ -307,10 +318,10 @@ def generate(request: Request) -> Iterator[Any]:
                 info = {"metadata": dict(request.metadata), "call_index": index, "seed": request.seed,
                         "response_format": request.response_format}
                 reply = str(script.replies(request.messages, info))
-            pieces = stream_text(
-                reply, token_delay=script.token_delay, first_token_delay=script.first_token_delay, cancel=cancel,
-                steady=script.steady,
-            )
+            pacing = {"token_delay": script.token_delay, "first_token_delay": script.first_token_delay,
+                      "cancel": cancel}
+            pieces = (whole_text(reply, **pacing) if not request.stream and fault is None
+                      else stream_text(reply, **pacing, steady=script.steady))
             for position, piece in enumerate(pieces):
                 if position == 0 and fault == "hang":
                     script._hang(cancel)
