@@ -34,7 +34,7 @@ from sqlite_utils import Database
 
 from . import exports, join_codes, polls, seats
 from .events import DISCUSSION_KINDS
-from .figures import CATEGORY_COLORS, NO_ANSWER_COLOR, layout, plot_text
+from .figures import CATEGORY_COLORS, NO_ANSWER_COLOR, plot_text, styled
 from .polls import PollError
 from .store.migrations import feature_migrations
 from .view import DebateView
@@ -239,15 +239,14 @@ def results_figure(result: dict[str, Any], agents: dict[str, str]) -> go.Figure:
     right = set(result.get("right_options") or [])
     labels = [("✅ " if option in right else "") + plot_text(option, CHART_LABEL_CHARS) for option in options]
     counts = [result["counts"][option] for option in options]
-    fig = go.Figure(go.Bar(x=labels, y=counts, name="Class", text=counts, textposition="auto",
-                           marker=dict(color=[RIGHT_COLOR if option in right else NO_ANSWER_COLOR
-                                              for option in options])))
+    traces = [go.Bar(x=labels, y=counts, name="Class", text=counts, textposition="auto",
+                     marker=dict(color=[RIGHT_COLOR if option in right else NO_ANSWER_COLOR for option in options]))]
     if agents:
         said = [sum(polls.matches(option, answer) for answer in agents.values()) for option in options]
-        fig.add_trace(go.Bar(x=labels, y=said, name="Agents", text=said, textposition="auto",
+        traces.append(go.Bar(x=labels, y=said, name="Agents", text=said, textposition="auto",
                              marker=dict(color=AGENTS_COLOR)))
-    fig.update_layout(barmode="group", showlegend=bool(agents), bargap=0.25)
-    fig.update_yaxes(dtick=1, rangemode="tozero")
-    fig = layout(fig, "The class's predictions", "", xtitle="", height=230)
-    fig.update_layout(margin=dict(l=10, r=10, t=36, b=10), legend=dict(orientation="h", y=1.12, x=1, xanchor="right"))
+    base = {"barmode": "group", "showlegend": bool(agents), "bargap": 0.25, "yaxis": {"dtick": 1, "rangemode": "tozero"}}
+    fig = styled(traces, base, "The class's predictions", "", xtitle="", height=230)
+    fig.layout.margin.update(l=10, r=10, t=36, b=10)
+    fig.layout.legend.update(orientation="h", y=1.12, x=1, xanchor="right")
     return fig

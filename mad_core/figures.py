@@ -257,33 +257,54 @@ def titles(title: str, subtitle: str = "") -> tuple[str, str]:
     return fit_text(title, TITLE_PX, TITLE_FONT_PX * 1.1), fit_text(subtitle, TITLE_PX, SUBTITLE_FONT_PX)
 
 
-def layout(fig: go.Figure, title: str, ytitle: str, xtitle: str = "round", height: int = 300,
-           subtitle: str = "") -> go.Figure:
-    """The shared layout: a short title with its subtitle (`titles`) at the top left, clear of the
-    camera at the top right; axes with automargin and legible ticks; the legend below."""
+def styled(traces: Any, base: dict[str, Any], title: str, ytitle: str, *, xtitle: str = "round",
+           height: int = 300, subtitle: str = "") -> go.Figure:
+    """A figure of `traces` whose layout is `base` (a chart's own settings) with the shared layout
+    on top: a short title with its subtitle (`titles`) at the top left, clear of the camera at the
+    top right; axes with automargin and legible ticks; the legend below.
+
+    Built once from plain settings: plotly validates and copies the whole layout on every
+    `update_layout`/`update_xaxes`/`add_trace` call (~1 ms per nested setting; a chart built that
+    way took ~25 ms here, now ~6), and the Debate page draws its charts on every full run, which a
+    steering click waits for."""
     head, sub = titles(title, subtitle)
-    fig.update_layout(title=dict(text=head, x=0, xref="container", xanchor="left", pad=dict(l=12),
-                                 font=dict(size=TITLE_FONT_PX), subtitle=dict(text=sub, font=dict(size=SUBTITLE_FONT_PX))),
-                      height=height, margin=dict(l=10, r=10, t=72 if sub else 48, b=10), xaxis_title=xtitle,
-                      yaxis_title=ytitle, legend=dict(orientation="h", yanchor="top", y=-0.3, x=0))
-    fig.update_xaxes(automargin=True, tickfont=dict(size=TICK_FONT_PX))
-    fig.update_yaxes(automargin=True, tickfont=dict(size=TICK_FONT_PX))
-    return fig
+    axis = {"automargin": True, "tickfont": {"size": TICK_FONT_PX}}
+    shared = {"title": {"text": head, "x": 0, "xref": "container", "xanchor": "left", "pad": {"l": 12},
+                        "font": {"size": TITLE_FONT_PX},
+                        "subtitle": {"text": sub, "font": {"size": SUBTITLE_FONT_PX}}},
+              "height": height, "margin": {"l": 10, "r": 10, "t": 72 if sub else 48, "b": 10},
+              "xaxis": {**axis, "title": {"text": xtitle}}, "yaxis": {**axis, "title": {"text": ytitle}},
+              "legend": {"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0}}
+    return go.Figure(data=traces, layout=_merged(base, shared))
+
+
+def _merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`base` updated by `changes` the way plotly's `update_layout` does: mappings merged key by key."""
+    merged = dict(base)
+    for key, value in changes.items():
+        merged[key] = _merged(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
+            else value
+    return merged
 
 
 def line_figure(series: dict[str, list[tuple[int, float | None]]], title: str, ytitle: str,
                 styles: dict[str, tuple[str, str]] | None = None, subtitle: str = "") -> go.Figure:
     """One line per named series of (round, value); `styles`: a series' (colour, dash), else the
     next of CATEGORY_COLORS (always explicit: a theme or template never recolours a measure)."""
-    fig = go.Figure()
+    return styled(_lines(series, styles), {"xaxis": {"dtick": 1}, "yaxis": {"rangemode": "tozero"}}, title, ytitle,
+                  subtitle=subtitle)
+
+
+def _lines(series: dict[str, list[tuple[int, float | None]]],
+           styles: dict[str, tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """`line_figure`'s traces as plain settings (a chart may add to them before the figure is built)."""
+    traces = []
     for i, (name, points) in enumerate(series.items()):
         color, dash = (styles or {}).get(name) or (CATEGORY_COLORS[i % len(CATEGORY_COLORS)], "solid")
-        fig.add_trace(go.Scatter(x=[r for r, _ in points], y=[v for _, v in points], mode="lines+markers",
-                                 name=plot_text(name, 60), connectgaps=False,
-                                 line=dict(color=color, dash=dash), marker=dict(color=color)))
-    fig.update_xaxes(dtick=1)
-    fig.update_yaxes(rangemode="tozero")
-    return layout(fig, title, ytitle, subtitle=subtitle)
+        traces.append({"type": "scatter", "x": [r for r, _ in points], "y": [v for _, v in points],
+                       "mode": "lines+markers", "name": plot_text(name, 60), "connectgaps": False,
+                       "line": {"color": color, "dash": dash}, "marker": {"color": color}})
+    return traces
 
 
 def readable_note(row: dict[str, Any]) -> str | None:
@@ -304,47 +325,49 @@ def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, yt
     rows = report.get("rounds") or []
     if not rows:
         return None
-    fig = line_figure({name: round_series(report, column) for name, column in traces.items()}, title, ytitle,
-                      styles={name: SERIES[column] for name, column in traces.items() if column in SERIES},
-                      subtitle=subtitle)
-    if any(v is not None and v < 0 for column in traces.values() for _, v in round_series(report, column)):
-        fig.update_yaxes(rangemode="normal")  # log-likelihood is at most 0
-    marked = [trace for trace, column in zip(fig.data, traces.values()) if column in MARKS]
-    for trace, column in zip(fig.data, traces.values()):
+    lines = _lines({name: round_series(report, column) for name, column in traces.items()},
+                   styles={name: SERIES[column] for name, column in traces.items() if column in SERIES})
+    negative = any(v is not None and v < 0 for line in lines for v in line["y"])
+    base: dict[str, Any] = {"xaxis": {"dtick": 1},
+                            "yaxis": {"rangemode": "normal" if negative else "tozero"},  # log-likelihood is <= 0
+                            "annotations": []}
+    marked = [line for line, column in zip(lines, traces.values()) if column in MARKS]
+    for line, column in zip(lines, traces.values()):
         if column in MARKS:
             symbol, size, width = MARKS[column]
-            trace.marker.update(symbol=symbol, size=size, line=dict(width=2, color=trace.line.color))
-            trace.line.width = width
-    _say_equal(fig, marked)
+            line["marker"].update(symbol=symbol, size=size, line={"width": 2, "color": line["line"]["color"]})
+            line["line"]["width"] = width
+    base["annotations"] += _say_equal(marked)
     if readable:
         notes = [readable_note(row) or "all answers readable" for row in rows]
-        for trace in fig.data:
-            trace.customdata = notes
-            trace.hovertemplate = "round %{x}: %{y:.3g}<br>%{customdata}<extra>%{fullData.name}</extra>"
-        for row in rows:
-            note = readable_note(row)
-            if note:
-                fig.add_annotation(x=row["round"], y=0, yref="y", text=note, showarrow=False, yanchor="bottom",
-                                   yshift=6, font=dict(size=SUBTITLE_FONT_PX, color="#555555"))
-    return fig
+        for line in lines:
+            line["customdata"] = notes
+            line["hovertemplate"] = "round %{x}: %{y:.3g}<br>%{customdata}<extra>%{fullData.name}</extra>"
+        base["annotations"] += [{"x": row["round"], "y": 0, "yref": "y", "text": readable_note(row),
+                                 "showarrow": False, "yanchor": "bottom", "yshift": 6,
+                                 "font": {"size": SUBTITLE_FONT_PX, "color": "#555555"}}
+                                for row in rows if readable_note(row)]
+    return styled(lines, base, title, ytitle, subtitle=subtitle)
 
 
-def _say_equal(fig: go.Figure, lines: list[Any]) -> None:
+def _say_equal(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Where two of `lines` (the agreement chart's) first take the same value, one note says so
     ("all agree = majority agrees", arrowed at the point), so the line underneath is not read as
-    missing."""
+    missing: the notes, as annotations."""
+    notes = []
     for i, under in enumerate(lines):
         for over in lines[i + 1:]:
-            same = next(((x, y) for x, y, v in zip(under.x, under.y, over.y)
+            same = next(((x, y) for x, y, v in zip(under["x"], under["y"], over["y"])
                          if y is not None and v is not None and abs(y - v) < 1e-9), None)
             if same is None:
                 continue
             x, y = same
-            last = x == max(under.x)
-            fig.add_annotation(x=x, y=y, text=f"{under.name} = {over.name}", showarrow=True, arrowhead=0,
-                               ax=-40 if last else 40, ay=36 if y >= 0.5 else -36,
-                               xanchor="right" if last else "left",
-                               font=dict(size=SUBTITLE_FONT_PX, color="#333333"), bgcolor="rgba(255,255,255,0.8)")
+            last = x == max(under["x"])
+            notes.append({"x": x, "y": y, "text": f"{under['name']} = {over['name']}", "showarrow": True,
+                          "arrowhead": 0, "ax": -40 if last else 40, "ay": 36 if y >= 0.5 else -36,
+                          "xanchor": "right" if last else "left",
+                          "font": {"size": SUBTITLE_FONT_PX, "color": "#333333"}, "bgcolor": "rgba(255,255,255,0.8)"})
+    return notes
 
 
 # ----- votes ---------------------------------------------------------------------------------------
@@ -420,7 +443,7 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, 
     the left, each bar saying which, so no ballot is an empty row. No legend: the colour's answer
     is in each bar's label, and the round beside it."""
     colors = {} if colors is None else colors
-    fig = go.Figure()
+    traces = []
     stances = bool(rounds) and all(item.get("stances") for item in rounds)
     for item in rounds:
         answers = item.get("answers") or [None] * len(item["labels"])
@@ -435,7 +458,7 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, 
             x: list[Any] = [1 if c else -1 for c in counts]
         else:
             said, x = [format(float(c), ".3g") if c is not None else "" for c in counts], counts
-        fig.add_trace(go.Bar(
+        traces.append(go.Bar(
             y=[[f"R{item['round']}"] * len(ticks), ticks] if len(rounds) > 1 else ticks, x=x, orientation="h",
             name=f"round {item['round']}", showlegend=False, text=said, texttemplate="%{text}",
             textposition="inside" if stances else "outside", insidetextanchor="middle", cliponaxis=False,
@@ -448,16 +471,16 @@ def votes_figure(rounds: list[dict[str, Any]], protocol: str, colors: dict[str, 
                           "<extra>%{fullData.name}</extra>"))
     unit = rounds[-1]["unit"] if rounds else ""
     bars = sum(len(item["labels"]) for item in rounds) or 1
-    fig.update_layout(barmode="overlay")  # each bar its own row (rounds never share one)
-    fig.update_yaxes(autorange="reversed")
+    base: dict[str, Any] = {"barmode": "overlay",  # each bar its own row (rounds never share one)
+                            "yaxis": {"autorange": "reversed"}}
     if stances:
-        fig.update_xaxes(range=[-1.15, 1.15], tickvals=[-1, 0, 1], ticktext=["disagrees", "", "agrees"],
-                         zeroline=True, zerolinecolor="#555555", zerolinewidth=2)
+        base["xaxis"] = {"range": [-1.15, 1.15], "tickvals": [-1, 0, 1], "ticktext": ["disagrees", "", "agrees"],
+                         "zeroline": True, "zerolinecolor": "#555555", "zerolinewidth": 2}
         subtitle = "each agent's ballot; colour = its answer"
     else:
-        fig.update_xaxes(rangemode="tozero")
+        base["xaxis"] = {"rangemode": "tozero"}
         subtitle = f"{_short(unit, 30)}; colour = the answer"
-    return layout(fig, f"Votes: {protocol}", "", xtitle="" if stances else plot_text(unit, 60),
+    return styled(traces, base, f"Votes: {protocol}", "", xtitle="" if stances else plot_text(unit, 60),
                   height=max(300, 120 + 34 * bars), subtitle=subtitle)
 
 
@@ -517,24 +540,25 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
         scale += [[i / n, color], [(i + 1) / n, color]]
     ink = text_color(*(color for _, color in scale))  # the cells' text: black or white, by contrast
     rows = [wrap_label(label, width=ROW_LABEL_CHARS) for label in labels]
-    fig = go.Figure(go.Heatmap(z=z, x=round_names, y=rows, text=text, meta=[empty], customdata=full,
+    traces: list[Any] = [go.Heatmap(z=z, x=round_names, y=rows, text=text, meta=[empty], customdata=full,
                                texttemplate="%{text}", textfont=dict(size=CELL_FONT_PX, color=ink),
                                zmin=-0.5, zmax=n - 0.5, colorscale=scale, showscale=False, xgap=CELL_GAP_PX,
                                ygap=CELL_GAP_PX,
-                               hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>", name="answers"))
+                               hovertemplate="%{y}, %{x}: %{customdata}<extra></extra>", name="answers")]
     if legend:  # one legend entry per answer, in its colour (the heatmap itself has no legend)
         grey = [NO_READABLE] if any(a is None for label in labels for a in answers[label]) else []
         for key in categories + grey:
             color = NO_ANSWER_COLOR if key is NO_READABLE else color_of(colors, key)
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(named.get(key, key), 40),
+            traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=plot_text(named.get(key, key), 40),
                                      marker=dict(symbol="square", size=14, color=color),
                                      hoverinfo="skip", showlegend=True))
     changes = [c for agent in (report.get("agents") or {}).values() for c in agent.get("changes") or []
                if f"R{c['round']}" in round_names and c["agent"] in labels]
+    shapes = []
     if changes:
         # A changed answer gets a black frame round its cell (a mark on the cell would cover its
         # text); the invisible markers carry the hover that says what changed.
-        fig.add_trace(go.Scatter(
+        traces.append(go.Scatter(
             x=[f"R{c['round']}" for c in changes], y=[rows[labels.index(c["agent"])] for c in changes],
             mode="markers", name="changed answer", marker=dict(size=24, opacity=0), showlegend=False,
             customdata=[[plot_text(c.get("from"), 80), plot_text(c.get("to"), 80)] for c in changes],
@@ -543,11 +567,10 @@ def timeline_figure(view: DebateView, report: dict[str, Any], colors: dict[str, 
             x, y = round_names.index(f"R{c['round']}"), labels.index(c["agent"])
             # On the cell's border, i.e. in the gap round it: a frame inside the cell left a strip
             # of the cell's colour outside it, read as a sliver of the next cell.
-            fig.add_shape(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5,
-                          line=dict(color="black", width=FRAME_PX))
-    fig.update_yaxes(autorange="reversed")
+            shapes.append(dict(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5,
+                               line=dict(color="black", width=FRAME_PX)))
     hint = "black frame: changed answer" if changes else "one colour per answer"
-    return layout(fig, "Answer timeline", "", xtitle="",
+    return styled(traces, {"yaxis": {"autorange": "reversed"}, "shapes": shapes}, "Answer timeline", "", xtitle="",
                   height=max(300, 110 + 56 * len(labels)) + (24 * len(categories) if legend else 0),
                   subtitle=hint + ("; legend: the answers" if legend else "; hover: whole answer"))
 

@@ -367,3 +367,28 @@ def test_a_classroom_preset_runs_in_the_calls_it_announces_and_grades_a_right_an
     # must not happen: a plainly wrong answer graded right
     wrong = {"number": "0.10", "choice": "A"}[kind.kind]
     assert is_correct(kind.kind, f"Final answer: {wrong}", reference, **kind.keywords) is False
+
+
+def test_presets_are_parsed_once_and_again_when_a_file_changes(tmp_path, monkeypatch):
+    """The Debate page asks for the presets on every full run: the files are parsed once, again only
+    when one is added, removed or changed; a caller changing what it got changes nothing for the next."""
+    import os
+
+    import mad_core.presets as presets
+
+    parsed: list[str] = []
+    real = presets.read_config_data
+    monkeypatch.setattr(presets, "read_config_data", lambda path: parsed.append(path.name) or real(path))
+    first = tmp_path / "a.yaml"
+    first.write_text("title: First\nquestion: What is 2 + 2?\nrounds: 2\n", encoding="utf-8")
+    assert load_presets(tmp_path)["a"]["title"] == "First" and parsed == ["a.yaml"]
+    got = load_presets(tmp_path)
+    got["a"]["config"]["rounds"] = 99  # the caller's own copy
+    assert load_presets(tmp_path)["a"]["config"]["rounds"] == 2 and parsed == ["a.yaml"]  # not parsed again
+    first.write_text("title: First, edited\nquestion: What is 2 + 2?\nrounds: 3\n", encoding="utf-8")
+    os.utime(first, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns + 1_000_000_000))
+    assert load_presets(tmp_path)["a"]["title"] == "First, edited" and parsed == ["a.yaml", "a.yaml"]
+    (tmp_path / "b.yaml").write_text("title: Second\nquestion: Why?\n", encoding="utf-8")
+    assert list(load_presets(tmp_path)) == ["a", "b"]
+    (tmp_path / "b.yaml").unlink()
+    assert list(load_presets(tmp_path)) == ["a"]
