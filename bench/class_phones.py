@@ -10,8 +10,9 @@ run) streams throughout; the bench stops it at the end. The teacher is one brows
 1280x720 with two tabs of one session: the Debate page (the steering controls) and the Presenter
 (the projector: the teacher opens a prediction poll there and reads its join code off the page).
 `--phones` phones (browser contexts at 390x844, all in a Chromium of their own run at
-`--phones-priority` (their Playwright drivers too), driven from `--concurrent` threads, each with its own
-Playwright connection over CDP) each open /join, type the code and a
+`--phones-priority` (their Playwright drivers and the bench's threads that drive them too), driven
+from `--concurrent` threads, each with its own Playwright connection over CDP) each open /join,
+type the code and a
 nickname of their own, predict, reload and check that the nickname and the prediction are still
 shown; each phone's join, predict and reload times are recorded, and its page stays open (a class
 waits for the reveal).
@@ -354,8 +355,8 @@ def one_phone(browser, contexts: list, url: str, code: str, i: int) -> dict:
 class Class:
     """The phones, in `concurrent` threads; each thread keeps its phones' pages open until `release`."""
 
-    def __init__(self, cdp: str, url: str, code: str, phones: int, concurrent: int):
-        self.cdp, self.url, self.code = cdp, url, code
+    def __init__(self, cdp: str, url: str, code: str, phones: int, concurrent: int, priority: str = "normal"):
+        self.cdp, self.url, self.code, self.priority = cdp, url, code, priority
         self.todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for i in range(phones):
             self.todo.put(i)
@@ -377,6 +378,7 @@ class Class:
     def work(self) -> None:
         from playwright.sync_api import sync_playwright
 
+        thread_at_priority(self.priority)  # this thread only: it is the phones' hand, not the teacher's
         with sync_playwright() as playwright:
             browser = playwright.chromium.connect_over_cdp(self.cdp)
             contexts: list = []
@@ -470,7 +472,8 @@ def run_class(playwright, server, args, chromium: str) -> dict:
     pid = server.process.pid
     warm = steer(teacher)  # the first clicks of a fresh server import what later ones reuse
     phases = [phase(PHASES[0], teacher, pid, args.cycles)]
-    phones = Class(f"http://127.0.0.1:{port}", server.url, teacher.code, args.phones, args.concurrent)
+    phones = Class(f"http://127.0.0.1:{port}", server.url, teacher.code, args.phones, args.concurrent,
+                   args.phones_priority)
     # The phones' Playwright drivers (one Node.js process per phone thread, started by `phones.start()`,
     # after the teacher's) at the phones' priority too: they are the simulation's, not the class's.
     from playwright._impl._driver import compute_driver_executable
@@ -499,6 +502,15 @@ def run_class(playwright, server, args, chromium: str) -> dict:
 
 
 PRIORITIES = {"idle": "chrt --idle 0", "low": "nice -n 19", "normal": ""}  # --phones-priority: the wrapper's prefix
+
+
+def thread_at_priority(priority: str) -> None:
+    """Put the calling thread (Linux: a thread is scheduled on its own) at one of PRIORITIES: the
+    threads that drive the phones' pages are the simulation's, like the phones' Chromium."""
+    if priority == "idle":
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: the calling thread
+    elif priority == "low":
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def at_priority(executable: str, priority: str, root: Path) -> str:
