@@ -2,7 +2,8 @@
 
 ``Request`` (one generation request, the provider prefix stripped), ``Cancellation`` and
 ``current_cancellation()`` (set when ``call_model`` abandons the attempt a backend serves),
-``split_pieces``/``stream_text`` (a text as streamed word pieces) and ``missing_package``.
+``split_pieces``/``stream_text`` (a text as streamed word pieces), ``whole_text`` (the same text
+asked for unstreamed: one wait, one piece) and ``missing_package``.
 Imports nothing of the project, so provider modules can import it without a circle.
 """
 from __future__ import annotations
