@@ -339,14 +339,14 @@ def report_figure(report: dict[str, Any], traces: dict[str, str], title: str, yt
             line["line"]["width"] = width
     base["annotations"] += _say_equal(marked)
     if readable:
-        notes = [readable_note(row) or "all answers readable" for row in rows]
+        found = [readable_note(row) for row in rows]
+        notes = [note or "all answers readable" for note in found]
         for line in lines:
             line["customdata"] = notes
             line["hovertemplate"] = "round %{x}: %{y:.3g}<br>%{customdata}<extra>%{fullData.name}</extra>"
-        base["annotations"] += [{"x": row["round"], "y": 0, "yref": "y", "text": readable_note(row),
-                                 "showarrow": False, "yanchor": "bottom", "yshift": 6,
-                                 "font": {"size": SUBTITLE_FONT_PX, "color": "#555555"}}
-                                for row in rows if readable_note(row)]
+        base["annotations"] += [{"x": row["round"], "y": 0, "yref": "y", "text": note, "showarrow": False,
+                                 "yanchor": "bottom", "yshift": 6, "font": {"size": SUBTITLE_FONT_PX, "color": "#555555"}}
+                                for row, note in zip(rows, found) if note]
     return styled(lines, base, title, ytitle, subtitle=subtitle)
 
 

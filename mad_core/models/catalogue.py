@@ -33,14 +33,14 @@ def provider_names() -> list[str]:
     MAD Lab's own), sorted: the Models page lists them."""
     litellm = load_litellm()
     custom = tuple(entry.get("provider") for entry in litellm.custom_provider_map)
-    return list(_provider_names(len(litellm.provider_list), custom))
+    return list(_provider_names(tuple(litellm.provider_list), custom))
 
 
 @functools.lru_cache(maxsize=4)
-def _provider_names(litellm_providers: int, custom: tuple) -> tuple[str, ...]:
-    """``provider_names`` for litellm's list of this length and these custom providers: every
-    model of every debate is checked, and the set of ~100 names took 0.1 ms to build each time."""
-    names = {getattr(p, "value", p) for p in load_litellm().provider_list[:litellm_providers]}
+def _provider_names(litellm_providers: tuple, custom: tuple) -> tuple[str, ...]:
+    """``provider_names`` for these litellm providers and these custom ones: every model of every
+    debate is checked, and the set of ~100 names took 0.1 ms to build each time."""
+    names = {getattr(p, "value", p) for p in litellm_providers}
     names.update(custom)
     names.update(PROVIDER_MODULES)
     return tuple(sorted(str(n) for n in names if n))
